@@ -1,0 +1,118 @@
+# BlackwellSparseK — build.   make            : lib/libbsk.{so,a} and bin/bsk
+#                             make test       : build and run the test suite (GPU tests skip without a GPU)
+#                             make test-asan  : host code under ASan + UBSan, CPU test suite
+#                             make bench      : SpMM benchmark (GPU: vs cuBLAS / cuSPARSE; CPU: vs OpenBLAS)
+#                             make sass       : dump the kernels' SASS and count HGMMA per kernel
+#                             make fuzz       : libFuzzer targets, each for FUZZ_SECONDS
+# Without nvcc (or with CUDA=0) the CUDA backend is replaced by a stub that reports no device.
+
+CC      ?= cc
+NVCC    ?= nvcc
+CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(shell command -v $(NVCC) 2>/dev/null))
+CUDA    ?= $(if $(CUDA_HOME),1,0)
+BUILD   ?= build
+JOBS    ?= $(shell nproc 2>/dev/null || echo 2)
+MAKEFLAGS += -j$(JOBS)
+
+CFLAGS_BASE = -std=c11 -O3 -g -Wall -Wextra -Wno-unused-parameter -fPIC -pthread -fvisibility=hidden \
+              -D_POSIX_C_SOURCE=200809L -Iinclude -Isrc
+CFLAGS  ?=
+ALL_CFLAGS = $(CFLAGS_BASE) $(CFLAGS)
+LDLIBS  = -lm -pthread
+
+# Architectures we ship: Hopper machine code (wgmma/TMA need the "a" target), Ampere machine code for
+# the portable path, and compute_80 PTX for anything newer. Hopper-only files build for sm_90a alone.
+GENCODE_PORTABLE = -gencode arch=compute_90a,code=sm_90a -gencode arch=compute_80,code=sm_80 \
+                   -gencode arch=compute_80,code=compute_80
+GENCODE_HOPPER   = -gencode arch=compute_90a,code=sm_90a
+NVCCFLAGS ?= -O3 -std=c++17 -lineinfo -Xcompiler -fPIC,-fvisibility=hidden -Iinclude -Isrc \
+             --expt-relaxed-constexpr -Xptxas -warn-spills
+ARCH_LIST = sm_80 sm_90a compute_80
+
+HOST_SRCS := $(wildcard src/core/*.c src/bsr/*.c src/cpu/*.c)
+ifeq ($(CUDA),1)
+PORTABLE_CU := $(wildcard src/cuda/*.cu src/cuda/portable/*.cu)
+HOPPER_CU   := $(wildcard src/cuda/hopper/*.cu)
+CUDA_OBJS   := $(PORTABLE_CU:%.cu=$(BUILD)/%.o) $(HOPPER_CU:%.cu=$(BUILD)/%.o)
+CUDA_LIBS   := -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt
+TOOL_CUDA_LIBS := -L$(CUDA_HOME)/lib64 -lcublas -lcusparse -lcudart_static -ldl -lrt
+ALL_CFLAGS  += -DBSK_WITH_CUDA=1 -I$(CUDA_HOME)/include
+else
+HOST_SRCS   += src/cuda/stub.c
+CUDA_OBJS   :=
+CUDA_LIBS   :=
+TOOL_CUDA_LIBS :=
+endif
+HOST_OBJS := $(HOST_SRCS:%.c=$(BUILD)/%.o)
+LIB_OBJS  := $(HOST_OBJS) $(CUDA_OBJS)
+
+TOOL_SRCS := $(wildcard tools/*.c)
+TEST_SRCS := $(wildcard tests/*.c)
+HAVE_CBLAS := $(shell printf '\#include <cblas.h>\nint main(void){return 0;}' | $(CC) -x c - -o /dev/null -lopenblas 2>/dev/null && echo 1)
+ifeq ($(HAVE_CBLAS),1)
+TOOL_CFLAGS = -DBSK_HAVE_CBLAS=1
+TOOL_BLAS   = -lopenblas
+endif
+
+.PHONY: all lib test test-asan bench sass fuzz clean
+all: lib $(BUILD)/bin/bsk $(BUILD)/bin/bsk_tests
+
+lib: $(BUILD)/lib/libbsk.so $(BUILD)/lib/libbsk.a
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/src/cuda/hopper/%.o: src/cuda/hopper/%.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCCFLAGS) $(GENCODE_HOPPER) -DBSK_ARCH_LIST='"$(ARCH_LIST)"' -MMD -MP -c $< -o $@
+
+$(BUILD)/%.o: %.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCCFLAGS) $(GENCODE_PORTABLE) -DBSK_ARCH_LIST='"$(ARCH_LIST)"' -MMD -MP -c $< -o $@
+
+$(BUILD)/lib/libbsk.a: $(LIB_OBJS)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+# The shared library carries the CUDA runtime statically: it needs only the driver at run time.
+$(BUILD)/lib/libbsk.so: $(LIB_OBJS)
+	@mkdir -p $(dir $@)
+ifeq ($(CUDA),1)
+	$(NVCC) -shared $(GENCODE_PORTABLE) -Xcompiler -fPIC $^ -o $@ -lcudart_static -ldl -lrt -lpthread
+else
+	$(CC) -shared $^ -o $@ $(LDLIBS)
+endif
+
+# Tools and tests link the static library (device code included through nvcc's device link).
+$(BUILD)/tools/%.o: tools/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(TOOL_CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/bin/bsk: $(TOOL_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/lib/libbsk.a
+	@mkdir -p $(dir $@)
+	$(CC) $^ -o $@ $(TOOL_CUDA_LIBS) $(TOOL_BLAS) $(LDLIBS) -lstdc++
+
+$(BUILD)/bin/bsk_tests: $(TEST_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/lib/libbsk.a
+	@mkdir -p $(dir $@)
+	$(CC) $^ -o $@ $(CUDA_LIBS) $(LDLIBS) -lstdc++
+
+test: $(BUILD)/bin/bsk_tests
+	$(BUILD)/bin/bsk_tests
+
+# Host code only (CUDA stub) with ASan + UBSan; halts on the first report.
+test-asan:
+	$(MAKE) BUILD=build-asan CUDA=0 CFLAGS="-O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
+	        LDLIBS="-lm -pthread -fsanitize=address,undefined" build-asan/bin/bsk_tests
+	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 build-asan/bin/bsk_tests
+
+bench: $(BUILD)/bin/bsk
+	$(BUILD)/bin/bsk bench spmm
+
+sass: $(CUDA_OBJS)
+	@for o in $(CUDA_OBJS); do echo "== $$o"; cuobjdump --dump-sass $$o | awk '/Function :/{f=$$3} /HGMMA/{n[f]++} END{for (k in n) printf "  %-70s HGMMA x%d\n", k, n[k]}'; done
+
+clean:
+	rm -rf build build-asan build-fuzz
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,0 +1,59 @@
+/* context.c — the context handle and device queries. */
+#include <stdlib.h>
+#include "../internal.h"
+
+bsk_status bsk_create(bsk_context **ctx, bsk_backend backend)
+{
+    if (!ctx) return BSK_ERR_NULL_POINTER;
+    if (backend != BSK_BACKEND_AUTO && backend != BSK_BACKEND_CPU && backend != BSK_BACKEND_CUDA)
+        return BSK_ERR_INVALID_ARGUMENT;
+    int has_device = backend == BSK_BACKEND_CPU ? 0 : bsk_cuda_device_count() > 0;
+    if (backend == BSK_BACKEND_CUDA && !has_device) return BSK_ERR_NO_DEVICE;
+    bsk_context *c = (bsk_context *)calloc(1, sizeof *c);
+    if (!c) return BSK_ERR_OUT_OF_MEMORY;
+    c->backend = backend;
+    c->has_device = has_device;
+    c->last_kernel = "none";
+    *ctx = c;
+    return BSK_SUCCESS;
+}
+
+void bsk_destroy(bsk_context *ctx)
+{
+    if (!ctx) return;
+    if (ctx->has_device) {
+        (void)bsk_cuda_synchronize(ctx);
+        bsk_cuda_release(ctx);
+    }
+    free(ctx);
+}
+
+bsk_status bsk_set_stream(bsk_context *ctx, void *stream)
+{
+    if (!ctx) return BSK_ERR_NULL_POINTER;
+    ctx->stream = stream;
+    return BSK_SUCCESS;
+}
+
+bsk_status bsk_get_stream(const bsk_context *ctx, void **stream)
+{
+    if (!ctx || !stream) return BSK_ERR_NULL_POINTER;
+    *stream = ctx->stream;
+    return BSK_SUCCESS;
+}
+
+int bsk_has_device(const bsk_context *ctx) { return ctx ? ctx->has_device : 0; }
+
+bsk_status bsk_synchronize(bsk_context *ctx)
+{
+    if (!ctx) return BSK_ERR_NULL_POINTER;
+    return ctx->has_device ? bsk_cuda_synchronize(ctx) : BSK_SUCCESS;
+}
+
+const char *bsk_last_kernel(const bsk_context *ctx) { return ctx && ctx->last_kernel ? ctx->last_kernel : "none"; }
+
+bsk_status bsk_device_query(bsk_device_info *info)
+{
+    if (!info) return BSK_ERR_NULL_POINTER;
+    return bsk_cuda_device_query(info);
+}

@@ -1,0 +1,145 @@
+/* backend.cu — the CUDA backend's glue: device discovery, memory, per-context state, and the dispatch
+   that picks a kernel for each call (Hopper first, then the portable tensor-core path, then SIMT). */
+#include <stdlib.h>
+#include <string.h>
+#include <stdio.h>
+#include "cuda_internal.h"
+
+extern "C" int bsk_cuda_device_count(void)
+{
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+        (void)cudaGetLastError(); /* clear: no driver / no device is not an error for AUTO */
+        return 0;
+    }
+    return n;
+}
+
+extern "C" bsk_status bsk_cuda_pointer_mem(const void *p, bsk_memory *mem)
+{
+    *mem = BSK_MEM_HOST;
+    static int devices = -1;
+    if (devices < 0) devices = bsk_cuda_device_count();
+    if (!devices || !p) return BSK_SUCCESS;
+    cudaPointerAttributes a;
+    cudaError_t e = cudaPointerGetAttributes(&a, p);
+    if (e != cudaSuccess) { (void)cudaGetLastError(); return BSK_SUCCESS; }
+    if (a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged) *mem = BSK_MEM_DEVICE;
+    return BSK_SUCCESS;
+}
+
+extern "C" bsk_status bsk_cuda_malloc(void **p, size_t bytes)
+{
+    if (!bsk_cuda_device_count()) return BSK_ERR_NO_DEVICE;
+    return bsk_cuda_status(cudaMalloc(p, bytes ? bytes : 1));
+}
+
+extern "C" void bsk_cuda_free(void *p)
+{
+    if (p) (void)cudaFree(p);
+}
+
+extern "C" bsk_status bsk_cuda_memcpy(void *dst, const void *src, size_t bytes, int dst_dev, int src_dev)
+{
+    if (!bytes) return BSK_SUCCESS;
+    if (!dst_dev && !src_dev) { memcpy(dst, src, bytes); return BSK_SUCCESS; }
+    return bsk_cuda_status(cudaMemcpy(dst, src, bytes, cudaMemcpyDefault));
+}
+
+extern "C" bsk_status bsk_cuda_synchronize(bsk_context *ctx)
+{
+    return bsk_cuda_status(cudaStreamSynchronize((cudaStream_t)ctx->stream));
+}
+
+struct bsk_cuda_state *bsk_cuda_state_get(bsk_context *ctx)
+{
+    if (ctx->cuda) return ctx->cuda;
+    struct bsk_cuda_state *st = (struct bsk_cuda_state *)calloc(1, sizeof *st);
+    if (!st) return NULL;
+    cudaDeviceProp p;
+    if (cudaGetDevice(&st->device) != cudaSuccess || cudaGetDeviceProperties(&p, st->device) != cudaSuccess) {
+        free(st);
+        return NULL;
+    }
+    st->cc_major = p.major;
+    st->cc_minor = p.minor;
+    st->sms = p.multiProcessorCount;
+    st->smem_optin = p.sharedMemPerBlockOptin;
+    ctx->cuda = st;
+    return st;
+}
+
+bsk_status bsk_cuda_workspace(bsk_context *ctx, size_t bytes, void **ptr)
+{
+    struct bsk_cuda_state *st = bsk_cuda_state_get(ctx);
+    if (!st) return BSK_ERR_OUT_OF_MEMORY;
+    if (st->workspace_bytes < bytes) {
+        void *p = NULL;
+        bsk_status s = bsk_cuda_status(cudaMallocAsync(&p, bytes, (cudaStream_t)ctx->stream));
+        if (s) return s;
+        if (st->workspace) (void)cudaFreeAsync(st->workspace, (cudaStream_t)ctx->stream);
+        st->workspace = p;
+        st->workspace_bytes = bytes;
+    }
+    *ptr = st->workspace;
+    return BSK_SUCCESS;
+}
+
+extern "C" void bsk_cuda_release(bsk_context *ctx)
+{
+    if (!ctx->cuda) return;
+    if (ctx->cuda->workspace) (void)cudaFree(ctx->cuda->workspace);
+    free(ctx->cuda);
+    ctx->cuda = NULL;
+}
+
+extern "C" const char *bsk_cuda_arch_list(void)
+{
+#ifdef BSK_ARCH_LIST
+    return BSK_ARCH_LIST;
+#else
+    return "unknown";
+#endif
+}
+
+extern "C" bsk_status bsk_cuda_device_query(bsk_device_info *info)
+{
+    memset(info, 0, sizeof *info);
+    snprintf(info->arch_list, sizeof info->arch_list, "%s", bsk_cuda_arch_list());
+    cudaDriverGetVersion(&info->driver_version);
+    cudaRuntimeGetVersion(&info->runtime_version);
+    if (!bsk_cuda_device_count()) return BSK_ERR_NO_DEVICE;
+    int dev = 0;
+    cudaDeviceProp p;
+    if (cudaGetDevice(&dev) != cudaSuccess || cudaGetDeviceProperties(&p, dev) != cudaSuccess) return BSK_ERR_CUDA;
+    snprintf(info->name, sizeof info->name, "%s", p.name);
+    info->cc_major = p.major;
+    info->cc_minor = p.minor;
+    info->multiprocessors = p.multiProcessorCount;
+    info->global_mem_bytes = (int64_t)p.totalGlobalMem;
+    info->l2_bytes = p.l2CacheSize;
+    return BSK_SUCCESS;
+}
+
+/* Try each kernel family in order of speed; the first that takes the case runs it. */
+extern "C" bsk_status bsk_cuda_spmm(bsk_context *ctx, bsk_op op, float alpha, const bsk_bsr *A, const bsk_dense *B,
+                                    float beta, bsk_dense *C)
+{
+    if (!bsk_cuda_state_get(ctx)) return BSK_ERR_OUT_OF_MEMORY;
+    bsk_status s = bsk_hopper_spmm(ctx, op, alpha, A, B, beta, C);
+    if (s != BSK_ERR_UNSUPPORTED) return s;
+    s = bsk_portable_spmm(ctx, op, alpha, A, B, beta, C);
+    if (s != BSK_ERR_UNSUPPORTED) return s;
+    return bsk_simt_spmm(ctx, op, alpha, A, B, beta, C);
+}
+
+extern "C" bsk_status bsk_cuda_sddmm(bsk_context *ctx, float alpha, const bsk_dense *X, const bsk_dense *Y,
+                                     float beta, bsk_bsr *out)
+{
+    if (!bsk_cuda_state_get(ctx)) return BSK_ERR_OUT_OF_MEMORY;
+    bsk_status s = bsk_hopper_sddmm(ctx, alpha, X, Y, beta, out);
+    if (s != BSK_ERR_UNSUPPORTED) return s;
+    s = bsk_portable_sddmm(ctx, alpha, X, Y, beta, out);
+    if (s != BSK_ERR_UNSUPPORTED) return s;
+    return bsk_simt_sddmm(ctx, alpha, X, Y, beta, out);
+}

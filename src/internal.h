@@ -1,0 +1,76 @@
+/* internal.h — what the library's own files share: the context, the backend entry points, checks.
+   Nothing here is public; the public contract is include/bsk.h. */
+#ifndef BSK_INTERNAL_H
+#define BSK_INTERNAL_H
+
+#include "bsk.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define BSK_LIMIT_DIM ((int64_t)INT32_MAX)         /* rows, cols                     */
+#define BSK_LIMIT_BLOCK 1024                       /* block_rows, block_cols         */
+#define BSK_LIMIT_ELEMS ((int64_t)1 << 62)         /* elements in one array          */
+
+struct bsk_cuda_state; /* owned by the CUDA backend (src/cuda/), opaque to host code */
+
+struct bsk_context {
+    bsk_backend backend;   /* as asked at creation                               */
+    int has_device;        /* a usable CUDA device exists                        */
+    void *stream;          /* cudaStream_t                                       */
+    const char *last_kernel;
+    struct bsk_cuda_state *cuda; /* lazily created workspace and pattern caches */
+};
+
+/* ---- checks (src/bsr/bsr_validate.c). Each returns BSK_SUCCESS or the named status. */
+
+/* O(1): dims, block sizes, dtype, mem, NULL pointers, alignment, overflow of the value array size. */
+bsk_status bsk__check_bsr_desc(const bsk_bsr *A);
+/* O(mb + nnzb) on host arrays: row_ptr monotone from 0 to nnzb, col_idx sorted, unique, in range. */
+bsk_status bsk__check_bsr_indices(int64_t mb, int64_t nb, int64_t nnzb, const int32_t *row_ptr,
+                                  const int32_t *col_idx);
+/* O(1): dims, ld >= cols, dtype, mem, NULL data (allowed only when rows*cols == 0), alignment. */
+bsk_status bsk__check_dense(const bsk_dense *D);
+/* Pointers are where `mem` says (asks the CUDA runtime; all host without CUDA). */
+bsk_status bsk__check_bsr_location(const bsk_bsr *A);
+bsk_status bsk__check_dense_location(const bsk_dense *D);
+/* a*b with overflow check against BSK_LIMIT_ELEMS; returns 0 on overflow. */
+int bsk__mul_ok(int64_t a, int64_t b, int64_t *out);
+
+/* ---- host element conversions (src/core/convert.c) */
+float bsk__half_to_float(uint16_t h);
+uint16_t bsk__float_to_half(float f);   /* round to nearest even */
+float bsk__bf16_to_float(uint16_t h);
+uint16_t bsk__float_to_bf16(float f);   /* round to nearest even, NaN kept */
+/* Element i of an array of dtype t, as float / store float into it. */
+float bsk__load(const void *p, bsk_dtype t, int64_t i);
+void bsk__store(void *p, bsk_dtype t, int64_t i, float v);
+
+/* ---- CPU backend (src/cpu/). Arguments already validated (host memory). */
+bsk_status bsk_cpu_spmm(bsk_op op, float alpha, const bsk_bsr *A, const bsk_dense *B, float beta,
+                        bsk_dense *C);
+bsk_status bsk_cpu_sddmm(float alpha, const bsk_dense *X, const bsk_dense *Y, float beta, bsk_bsr *out);
+
+/* ---- CUDA backend (src/cuda/, or src/cuda/stub.c when built without CUDA). */
+int bsk_cuda_device_count(void); /* 0 when no driver/device */
+/* Where `p` lives according to the CUDA runtime: sets *mem, returns BSK_SUCCESS; unknown/unregistered
+   host memory is BSK_MEM_HOST. Without CUDA: always host. */
+bsk_status bsk_cuda_pointer_mem(const void *p, bsk_memory *mem);
+bsk_status bsk_cuda_malloc(void **p, size_t bytes);
+void bsk_cuda_free(void *p);
+bsk_status bsk_cuda_memcpy(void *dst, const void *src, size_t bytes, int dst_on_device, int src_on_device);
+bsk_status bsk_cuda_synchronize(bsk_context *ctx);
+void bsk_cuda_release(bsk_context *ctx); /* frees ctx->cuda */
+bsk_status bsk_cuda_device_query(bsk_device_info *info);
+const char *bsk_cuda_arch_list(void);
+/* Arguments validated (device memory, O(1) checks). Launch on ctx->stream; set ctx->last_kernel. */
+bsk_status bsk_cuda_spmm(bsk_context *ctx, bsk_op op, float alpha, const bsk_bsr *A, const bsk_dense *B,
+                         float beta, bsk_dense *C);
+bsk_status bsk_cuda_sddmm(bsk_context *ctx, float alpha, const bsk_dense *X, const bsk_dense *Y, float beta,
+                          bsk_bsr *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
