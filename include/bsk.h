@@ -242,6 +242,17 @@ BSK_API bsk_status bsk_bsr_transpose_index(const bsk_bsr *A, int32_t *t_ptr, int
    bsk_bsr_free() releases. Synchronous. */
 BSK_API bsk_status bsk_bsr_clone(const bsk_bsr *A, bsk_memory mem, bsk_bsr *out);
 
+typedef enum bsk_pattern {
+    BSK_PATTERN_UNIFORM = 0, /* every block row keeps round(density*nb) blocks (±1), columns uniform       */
+    BSK_PATTERN_SKEWED = 1,  /* blocks per row follow a power law (a few long rows, many short), same mean */
+} bsk_pattern;
+
+/* A random BSR matrix for tests and benchmarks (host): `density` of the mb x nb blocks kept in the given
+   pattern, values uniform in [-1, 1) (never zero), padding zero. Deterministic for a seed. */
+BSK_API bsk_status bsk_bsr_random(int64_t rows, int64_t cols, int32_t block_rows, int32_t block_cols,
+                                  double density, bsk_pattern pattern, uint64_t seed, bsk_dtype dtype,
+                                  bsk_bsr *out);
+
 /* Free arrays allocated by a bsk_bsr_* builder or bsk_bsr_clone and zero the struct. NULL and
    already-freed (zeroed) structs are no-ops. Never pass a bsk_bsr over caller-owned arrays. */
 BSK_API void bsk_bsr_free(bsk_bsr *A);

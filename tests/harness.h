@@ -55,4 +55,25 @@ int64_t bsk_rng_int(bsk_rng *r, int64_t lo, int64_t hi); /* [lo, hi] */
 /* The generator of the running test (seeded from the run seed and the test's name). */
 bsk_rng *bsk_test_rng(void);
 
+
+/* ---- fixtures and float64 references (tests/util.c) */
+/* A host dense matrix with fresh random values in [-1, 1) (never zero); ld >= cols (ld = cols + pad). */
+bsk_dense bsk_test_dense(int64_t rows, int64_t cols, int64_t pad, bsk_dtype t, bsk_rng *r);
+/* A host dense matrix filled with NaN (poison) — check that every element gets written. */
+bsk_dense bsk_test_dense_poison(int64_t rows, int64_t cols, int64_t pad, bsk_dtype t);
+void bsk_test_dense_free(bsk_dense *D);
+/* float64 reference of C = alpha·op(A)·B + beta·C_in, straight from the BSR definition; out is m x n
+   (packed). C_in may be NULL when beta == 0. */
+void bsk_ref_spmm(bsk_op op, double alpha, const bsk_bsr *A, const bsk_dense *B, double beta,
+                  const bsk_dense *C_in, double *out);
+/* float64 reference of SDDMM: out[k][r][c] (nnzb*br*bc, packed like values). in may be NULL if beta == 0. */
+void bsk_ref_sddmm(double alpha, const bsk_dense *X, const bsk_dense *Y, double beta, const bsk_bsr *in,
+                   double *out);
+/* ‖got − ref‖ / ‖ref‖ over n elements of `got` (dtype t, packed) — NaN if any element is NaN/Inf.
+   For a dense matrix with ld use bsk_rel_err_dense. ‖ref‖ = 0 gives ‖got‖ instead. */
+double bsk_rel_err(const void *got, bsk_dtype t, const double *ref, int64_t n);
+double bsk_rel_err_dense(const bsk_dense *got, const double *ref);
+/* Tolerance for outputs computed from inputs of dtype `in` and written as `out` (fp32 accumulate). */
+double bsk_tol(bsk_dtype in, bsk_dtype out);
+
 #endif

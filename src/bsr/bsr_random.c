@@ -1,0 +1,95 @@
+/* bsr_random.c — random BSR patterns (uniform and power-law skewed) for tests and benchmarks. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "../internal.h"
+
+static uint64_t splitmix(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+static double unif(uint64_t *s) { return (double)(splitmix(s) >> 11) * (1.0 / 9007199254740992.0); }
+
+/* Blocks per row: uniform keeps round(d*nb) in each row; skewed draws Pareto weights (alpha 1.2) and
+   scales them to the same total, capped at nb, the overflow spread to rows with room. */
+static void row_counts(int64_t mb, int64_t nb, double d, bsk_pattern p, uint64_t *s, int64_t *cnt)
+{
+    int64_t total = (int64_t)llround(d * (double)mb * (double)nb);
+    if (p == BSK_PATTERN_UNIFORM) {
+        for (int64_t i = 0; i < mb; i++) cnt[i] = total / mb + (i < total % mb);
+        return;
+    }
+    double *w = (double *)malloc((size_t)mb * sizeof *w), sum = 0;
+    for (int64_t i = 0; i < mb; i++) { w[i] = pow(1.0 - unif(s), -1.0 / 1.2); sum += w[i]; }
+    int64_t placed = 0;
+    for (int64_t i = 0; i < mb; i++) {
+        int64_t c = (int64_t)floor(w[i] / sum * (double)total);
+        cnt[i] = c > nb ? nb : c;
+        placed += cnt[i];
+    }
+    for (int64_t i = 0; placed < total; i = (i + 1) % mb)
+        if (cnt[i] < nb) { cnt[i]++; placed++; }
+    free(w);
+}
+
+bsk_status bsk_bsr_random(int64_t rows, int64_t cols, int32_t br, int32_t bc, double density, bsk_pattern pattern,
+                          uint64_t seed, bsk_dtype dtype, bsk_bsr *out)
+{
+    if (!out) return BSK_ERR_NULL_POINTER;
+    if (rows < 0 || cols < 0 || br <= 0 || bc <= 0 || !(density >= 0.0 && density <= 1.0) ||
+        (pattern != BSK_PATTERN_UNIFORM && pattern != BSK_PATTERN_SKEWED) || bsk_dtype_size(dtype) == 0)
+        return BSK_ERR_INVALID_ARGUMENT;
+    if (rows > BSK_LIMIT_DIM || cols > BSK_LIMIT_DIM || br > BSK_LIMIT_BLOCK || bc > BSK_LIMIT_BLOCK)
+        return BSK_ERR_OVERFLOW;
+    int64_t mb = (rows + br - 1) / br, nb = (cols + bc - 1) / bc, cells, bsz = (int64_t)br * bc, elems;
+    if (!bsk__mul_ok(mb, nb, &cells) || cells > INT32_MAX) return BSK_ERR_OVERFLOW;
+    int64_t *cnt = (int64_t *)calloc((size_t)mb + 1, sizeof *cnt);
+    int32_t *perm = (int32_t *)malloc(((size_t)nb + 1) * sizeof *perm);
+    int32_t *rp = (int32_t *)malloc(((size_t)mb + 1) * sizeof *rp);
+    if (!cnt || !perm || !rp) { free(cnt); free(perm); free(rp); return BSK_ERR_OUT_OF_MEMORY; }
+    uint64_t s = seed ^ 0x5eed5eedull;
+    row_counts(mb, nb, density, pattern, &s, cnt);
+    rp[0] = 0;
+    for (int64_t i = 0; i < mb; i++) rp[i + 1] = rp[i] + (int32_t)cnt[i];
+    int64_t nnzb = rp[mb];
+    size_t esz = bsk_dtype_size(dtype);
+    int32_t *ci = (int32_t *)malloc(((size_t)nnzb + 1) * sizeof *ci);
+    void *vals = NULL;
+    if (bsk__mul_ok(nnzb, bsz, &elems)) vals = malloc((size_t)elems * esz + 1);
+    if (!ci || !vals) { free(cnt); free(perm); free(rp); free(ci); free(vals); return BSK_ERR_OUT_OF_MEMORY; }
+    for (int64_t i = 0; i < mb; i++) {
+        /* choose cnt[i] distinct columns: partial Fisher-Yates over 0..nb-1, then sort the chosen prefix */
+        for (int64_t j = 0; j < nb; j++) perm[j] = (int32_t)j;
+        for (int64_t j = 0; j < cnt[i]; j++) {
+            int64_t r = j + (int64_t)(splitmix(&s) % (uint64_t)(nb - j));
+            int32_t tmp = perm[j]; perm[j] = perm[r]; perm[r] = tmp;
+        }
+        int32_t *dst = ci + rp[i];
+        for (int64_t j = 0; j < cnt[i]; j++) { /* insertion sort: rows are short next to nb */
+            int32_t v = perm[j];
+            int64_t q = j;
+            while (q > 0 && dst[q - 1] > v) { dst[q] = dst[q - 1]; q--; }
+            dst[q] = v;
+        }
+    }
+    for (int64_t i = 0; i < mb; i++)
+        for (int32_t k = rp[i]; k < rp[i + 1]; k++)
+            for (int32_t r = 0; r < br; r++)
+                for (int32_t c = 0; c < bc; c++) {
+                    int64_t gr = i * br + r, gc = (int64_t)ci[k] * bc + c;
+                    float v = 0.0f;
+                    if (gr < rows && gc < cols) {
+                        do { v = (float)(2.0 * unif(&s) - 1.0); } while (v == 0.0f);
+                    }
+                    bsk__store(vals, dtype, (int64_t)k * bsz + (int64_t)r * bc + c, v);
+                }
+    free(cnt);
+    free(perm);
+    memset(out, 0, sizeof *out);
+    out->rows = rows; out->cols = cols; out->block_rows = br; out->block_cols = bc; out->nnzb = nnzb;
+    out->row_ptr = rp; out->col_idx = ci; out->values = vals; out->dtype = dtype; out->mem = BSK_MEM_HOST;
+    return BSK_SUCCESS;
+}

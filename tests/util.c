@@ -1,0 +1,120 @@
+/* util.c — test fixtures and float64 references, written from the definitions (not from the kernels). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "harness.h"
+#include "../src/internal.h"
+
+bsk_dense bsk_test_dense(int64_t rows, int64_t cols, int64_t pad, bsk_dtype t, bsk_rng *r)
+{
+    bsk_dense D = {rows, cols, cols + pad, t, BSK_MEM_HOST, NULL};
+    int64_t n = rows * D.ld;
+    D.data = malloc((size_t)(n ? n : 1) * bsk_dtype_size(t));
+    for (int64_t i = 0; i < n; i++) bsk__store(D.data, t, i, bsk_rng_sym(r));
+    return D;
+}
+
+bsk_dense bsk_test_dense_poison(int64_t rows, int64_t cols, int64_t pad, bsk_dtype t)
+{
+    bsk_dense D = {rows, cols, cols + pad, t, BSK_MEM_HOST, NULL};
+    int64_t n = rows * D.ld;
+    D.data = malloc((size_t)(n ? n : 1) * bsk_dtype_size(t));
+    for (int64_t i = 0; i < n; i++) bsk__store(D.data, t, i, NAN);
+    return D;
+}
+
+void bsk_test_dense_free(bsk_dense *D)
+{
+    free(D->data);
+    D->data = NULL;
+}
+
+/* A(r, c) of the matrix the BSR describes (0 outside kept blocks). Builds a dense float64 copy. */
+static double *bsr_dense64(const bsk_bsr *A)
+{
+    double *d = (double *)calloc((size_t)(A->rows * A->cols + 1), sizeof *d);
+    int64_t mb = bsk_bsr_mb(A), bsz = (int64_t)A->block_rows * A->block_cols;
+    for (int64_t i = 0; i < mb; i++)
+        for (int32_t k = A->row_ptr[i]; k < A->row_ptr[i + 1]; k++)
+            for (int32_t r = 0; r < A->block_rows; r++)
+                for (int32_t c = 0; c < A->block_cols; c++) {
+                    int64_t gr = i * A->block_rows + r, gc = (int64_t)A->col_idx[k] * A->block_cols + c;
+                    if (gr < A->rows && gc < A->cols)
+                        d[gr * A->cols + gc] = bsk__load(A->values, A->dtype, (int64_t)k * bsz + r * A->block_cols + c);
+                }
+    return d;
+}
+
+void bsk_ref_spmm(bsk_op op, double alpha, const bsk_bsr *A, const bsk_dense *B, double beta,
+                  const bsk_dense *C_in, double *out)
+{
+    double *a = bsr_dense64(A);
+    int64_t m = op == BSK_OP_N ? A->rows : A->cols, k = op == BSK_OP_N ? A->cols : A->rows, n = B->cols;
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            double acc = 0;
+            for (int64_t p = 0; p < k; p++) {
+                double av = op == BSK_OP_N ? a[i * A->cols + p] : a[p * A->cols + i];
+                if (av != 0.0) acc += av * bsk__load(B->data, B->dtype, p * B->ld + j);
+            }
+            double c = beta != 0.0 ? beta * bsk__load(C_in->data, C_in->dtype, i * C_in->ld + j) : 0.0;
+            out[i * n + j] = alpha * acc + c;
+        }
+    free(a);
+}
+
+void bsk_ref_sddmm(double alpha, const bsk_dense *X, const bsk_dense *Y, double beta, const bsk_bsr *in,
+                   double *out)
+{
+    int64_t mb = bsk_bsr_mb(in), br = in->block_rows, bc = in->block_cols, bsz = br * bc;
+    for (int64_t i = 0; i < mb; i++)
+        for (int32_t k = in->row_ptr[i]; k < in->row_ptr[i + 1]; k++)
+            for (int64_t r = 0; r < br; r++)
+                for (int64_t c = 0; c < bc; c++) {
+                    int64_t gr = i * br + r, gc = (int64_t)in->col_idx[k] * bc + c, idx = (int64_t)k * bsz + r * bc + c;
+                    double acc = 0;
+                    if (gr < in->rows && gc < in->cols)
+                        for (int64_t p = 0; p < X->cols; p++)
+                            acc += (double)bsk__load(X->data, X->dtype, gr * X->ld + p) *
+                                   (double)bsk__load(Y->data, Y->dtype, gc * Y->ld + p);
+                    double old = beta != 0.0 ? beta * bsk__load(in->values, in->dtype, idx) : 0.0;
+                    out[idx] = (gr < in->rows && gc < in->cols) ? alpha * acc + old : old;
+                }
+}
+
+double bsk_rel_err(const void *got, bsk_dtype t, const double *ref, int64_t n)
+{
+    double num = 0, den = 0, g2 = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double g = bsk__load(got, t, i);
+        if (!isfinite(g) && isfinite(ref[i])) return NAN;
+        double d = g - ref[i];
+        num += d * d;
+        den += ref[i] * ref[i];
+        g2 += g * g;
+    }
+    return den > 0 ? sqrt(num / den) : sqrt(g2);
+}
+
+double bsk_rel_err_dense(const bsk_dense *got, const double *ref)
+{
+    double num = 0, den = 0, g2 = 0;
+    for (int64_t i = 0; i < got->rows; i++)
+        for (int64_t j = 0; j < got->cols; j++) {
+            double g = bsk__load(got->data, got->dtype, i * got->ld + j), r = ref[i * got->cols + j];
+            if (!isfinite(g) && isfinite(r)) return NAN;
+            num += (g - r) * (g - r);
+            den += r * r;
+            g2 += g * g;
+        }
+    return den > 0 ? sqrt(num / den) : sqrt(g2);
+}
+
+double bsk_tol(bsk_dtype in, bsk_dtype out)
+{
+    /* fp32 accumulation; the output rounding dominates for half outputs */
+    double t = in == BSK_F32 ? 1e-5 : 1e-3;
+    if (out == BSK_F16) t = t < 2e-3 ? 2e-3 : t;
+    if (out == BSK_BF16) t = t < 1e-2 ? 1e-2 : t;
+    return t;
+}
