@@ -1,3 +1,4 @@
+SHELL := /bin/bash
 # BlackwellSparseK — build.   make            : lib/libbsk.{so,a} and bin/bsk
 #                             make test       : build and run the test suite (GPU tests skip without a GPU)
 #                             make test-asan  : host code under ASan + UBSan, CPU test suite
@@ -54,7 +55,7 @@ TOOL_CFLAGS = -DBSK_HAVE_CBLAS=1
 TOOL_BLAS   = -lopenblas
 endif
 
-.PHONY: all lib test test-asan bench sass fuzz clean
+.PHONY: all lib test test-asan bench sass fuzz fuzz-build clean
 all: lib $(BUILD)/bin/bsk $(BUILD)/bin/bsk_tests
 
 lib: $(BUILD)/lib/libbsk.so $(BUILD)/lib/libbsk.a
@@ -111,6 +112,25 @@ bench: $(BUILD)/bin/bsk
 
 sass: $(CUDA_OBJS)
 	@for o in $(CUDA_OBJS); do echo "== $$o"; cuobjdump --dump-sass $$o | awk '/Function :/{f=$$3} /HGMMA/{n[f]++} END{for (k in n) printf "  %-70s HGMMA x%d\n", k, n[k]}'; done
+
+# libFuzzer targets: the host library (CUDA stub) built with clang + ASan + UBSan, each target run for
+# FUZZ_SECONDS from its seed corpus (fuzz/corpus/<target>, read-only) plus a scratch corpus in build-fuzz/.
+FUZZ_SECONDS ?= 30
+FUZZ_TARGETS := $(patsubst fuzz/%.c,%,$(wildcard fuzz/fuzz_*.c))
+FUZZ_CFLAGS = -std=c11 -O1 -g -Iinclude -Isrc -D_POSIX_C_SOURCE=200809L -fsanitize=address,undefined -fno-sanitize-recover=all
+FUZZ_LIB_OBJS = $(patsubst %.c,build-fuzz/%.o,$(wildcard src/core/*.c src/bsr/*.c src/cpu/*.c src/attention/*.c) src/cuda/stub.c)
+build-fuzz/%.o: %.c
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+build-fuzz/fuzz_%: fuzz/fuzz_%.c $(FUZZ_LIB_OBJS)
+	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer $^ -o $@ -lm -pthread
+fuzz-build: $(addprefix build-fuzz/,$(FUZZ_TARGETS))
+fuzz: fuzz-build
+	@for t in $(FUZZ_TARGETS); do mkdir -p build-fuzz/corpus/$$t fuzz/corpus/$$t; \
+	  echo "== $$t for $(FUZZ_SECONDS) s"; \
+	  build-fuzz/$$t -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 -rss_limit_mb=2048 build-fuzz/corpus/$$t fuzz/corpus/$$t 2>&1 \
+	    | grep -E 'stat::number_of_executed_units|ERROR|SUMMARY|crash|leak' ; \
+	  test $${PIPESTATUS[0]} -eq 0 || exit 1; done
 
 clean:
 	rm -rf build build-asan build-fuzz
