@@ -30,9 +30,9 @@ NVCCFLAGS ?= -O3 -std=c++17 -lineinfo -Xcompiler -fPIC,-fvisibility=hidden -Iinc
              --expt-relaxed-constexpr -Xptxas -warn-spills
 ARCH_LIST = sm_80 sm_90a compute_80
 
-HOST_SRCS := $(wildcard src/core/*.c src/bsr/*.c src/cpu/*.c)
+HOST_SRCS := $(wildcard src/core/*.c src/bsr/*.c src/cpu/*.c src/attention/*.c)
 ifeq ($(CUDA),1)
-PORTABLE_CU := $(wildcard src/cuda/*.cu src/cuda/portable/*.cu)
+PORTABLE_CU := $(wildcard src/cuda/*.cu src/cuda/portable/*.cu src/cuda/attention/*.cu)
 HOPPER_CU   := $(wildcard src/cuda/hopper/*.cu)
 CUDA_OBJS   := $(PORTABLE_CU:%.cu=$(BUILD)/%.o) $(HOPPER_CU:%.cu=$(BUILD)/%.o)
 CUDA_LIBS   := -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt
@@ -49,7 +49,9 @@ LIB_OBJS  := $(HOST_OBJS) $(CUDA_OBJS)
 
 TOOL_SRCS := $(wildcard tools/*.c)
 TEST_SRCS := $(wildcard tests/*.c)
-HAVE_CBLAS := $(shell printf '\#include <cblas.h>\nint main(void){return 0;}' | $(CC) -x c - -o /dev/null -lopenblas 2>/dev/null && echo 1)
+# (make 4.3 keeps "\#" literally inside a function call; a variable holding "#" works in every version)
+HASH := \#
+HAVE_CBLAS := $(shell printf '$(HASH)include <cblas.h>\nint main(void){return 0;}' | $(CC) -x c - -o /dev/null -lopenblas 2>/dev/null && echo 1)
 ifeq ($(HAVE_CBLAS),1)
 TOOL_CFLAGS = -DBSK_HAVE_CBLAS=1
 TOOL_BLAS   = -lopenblas

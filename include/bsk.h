@@ -200,14 +200,19 @@ BSK_API bsk_status bsk_device_query(bsk_device_info *info);
 /* Check A's structure: dims, block sizes, NULL pointers, alignment, overflow, row_ptr (starts at 0,
    non-decreasing, ends at nnzb) and col_idx (in range, strictly increasing per block row).
    Works on host or device memory (device metadata is copied to the host: this synchronizes).
-   Returns BSK_SUCCESS or the first problem's status. */
+   Returns BSK_SUCCESS or the first problem's status. `mem` = DEVICE over host pointers (or the reverse)
+   is BSK_ERR_WRONG_LOCATION, with or without a GPU. */
 BSK_API bsk_status bsk_bsr_validate(const bsk_bsr *A);
 
 /* The builders below allocate the result's arrays in host memory; free them with bsk_bsr_free().
-   On failure *out is untouched and nothing is allocated. */
+   On failure *out is untouched and nothing is allocated. Every input is checked first: NULL_POINTER,
+   INVALID_ARGUMENT (unknown dtype, negative size, block size < 1), OVERFLOW (past the limits),
+   MISALIGNED, BAD_LAYOUT (dense ld < cols), WRONG_LOCATION (a device dense operand), and for CSR/COO
+   input INVALID_BSR (row_ptr not 0..nnz or not monotone, a row or column index out of range). */
 
 /* Keep each block_rows x block_cols block of `dense` (host) whose Frobenius norm is > threshold
-   (threshold 0: keep every block with a non-zero entry). Values keep the dense dtype. */
+   (threshold 0: keep every block with a non-zero entry; a negative threshold keeps every block; NaN is
+   INVALID_ARGUMENT; a block holding NaN is kept). Values keep the dense dtype. */
 BSK_API bsk_status bsk_bsr_from_dense(const bsk_dense *dense, int32_t block_rows, int32_t block_cols,
                                       float threshold, bsk_bsr *out);
 
@@ -226,7 +231,8 @@ BSK_API bsk_status bsk_bsr_from_coo(int64_t rows, int64_t cols, int64_t nnz, con
                                     const int32_t *col_idx, const void *values, bsk_dtype dtype,
                                     int32_t block_rows, int32_t block_cols, bsk_bsr *out);
 
-/* Write A (host) into `dense` (host, same dtype, rows x cols). Entries outside A's blocks become 0. */
+/* Write A (host) into `dense` (host, same dtype, rows x cols). Entries outside A's blocks become 0; the
+   ld gap is not written. Another dtype: BSK_ERR_UNSUPPORTED; another shape: BSK_ERR_SHAPE_MISMATCH. */
 BSK_API bsk_status bsk_bsr_to_dense(const bsk_bsr *A, bsk_dense *dense);
 
 /* out = Aᵀ (host): blocks moved to their transposed place and each block transposed. Allocates. */
@@ -239,7 +245,8 @@ BSK_API bsk_status bsk_bsr_transpose_index(const bsk_bsr *A, int32_t *t_ptr, int
                                            int32_t *t_blk);
 
 /* Copy A into newly allocated memory on `mem` (host or device): out is a deep copy that
-   bsk_bsr_free() releases. Synchronous. */
+   bsk_bsr_free() releases. Synchronous. Validates A. A device on either side without a GPU:
+   BSK_ERR_NO_DEVICE. */
 BSK_API bsk_status bsk_bsr_clone(const bsk_bsr *A, bsk_memory mem, bsk_bsr *out);
 
 typedef enum bsk_pattern {
@@ -275,18 +282,195 @@ BSK_API bsk_status bsk_bsr_stats_get(const bsk_bsr *A, bsk_bsr_stats *stats);
    A: BSR, M x K (op N) — op T uses Aᵀ, K x M.  B: dense, op(A).cols x N.  C: dense, op(A).rows x N.
    Dtypes: A and B the same, one of F32/F16/BF16; C any of F32/F16/BF16. Accumulation is fp32.
    beta = 0 means C is not read (NaN in C does not propagate). C must not alias A or B.
-   Host operands: CPU backend (threaded). Device operands: CUDA backend on the context's stream, no host
-   synchronisation; on the device only O(1) checks run on A's arrays (call bsk_bsr_validate once per
-   pattern), and the kernels never read or write out of bounds even for malformed indices. */
+   Host operands: CPU backend, threaded over output block rows (threads: the online cores, or environment
+   BSK_NUM_THREADS, read on every call); its results are bitwise identical on every run and for every
+   thread count; alpha = 0 there gives C = beta·C without reading A or B. Device operands: CUDA backend
+   on the context's stream, no host synchronisation; on the device only O(1) checks run on A's arrays
+   (call bsk_bsr_validate once per pattern), and the kernels never read or write out of bounds even for
+   malformed indices.
+   Locations: operands whose `mem` differ, or a CPU context given device operands (a CUDA context given
+   host ones): BSK_ERR_WRONG_LOCATION; all operands DEVICE on a context without a device:
+   BSK_ERR_NO_DEVICE (decided before the pointers are inspected); with a device, pointers not where
+   `mem` says: BSK_ERR_WRONG_LOCATION. The same holds for bsk_sddmm. */
 BSK_API bsk_status bsk_spmm(bsk_context *ctx, bsk_op op, float alpha, const bsk_bsr *A, const bsk_dense *B,
                             float beta, bsk_dense *C);
 
 /* SDDMM:  out.values = alpha · (X · Yᵀ) sampled on out's block pattern + beta · out.values
    X: dense M x D, Y: dense K x D (same dtype), out: BSR M x K whose row_ptr/col_idx give the pattern and
    whose values (dtype F32, or the dtype of X) are updated in place. beta = 0: old values not read.
+   Padding entries of partial blocks (outside the M x K matrix) are written as 0.
    This is dA = dY · Xᵀ of a block-sparse layer Y = A·X (pass X = dY, Y = Xᵀ's rows = X of the layer). */
 BSK_API bsk_status bsk_sddmm(bsk_context *ctx, float alpha, const bsk_dense *X, const bsk_dense *Y, float beta,
                              bsk_bsr *out);
+
+/* ---------------------------------------------------------------- block-sparse attention */
+
+/* Block-sparse attention forward (FlashAttention style, online softmax) over a layout of kept
+   (query block, key block) tiles, and a top-k block gate that writes such a layout from Q and K.
+
+   Tensors. Q, K, V and O are 4-D strided views. Element (b, s, h, d) — batch entry, sequence position,
+   head, head dimension — lives at data + b*stride_batch + s*stride_seq + h*stride_head + d (strides in
+   elements, >= 0; the head dimension is always contiguous). Both [batch, seq, heads, dim] and
+   [batch, heads, seq, dim] storage (or any other order, e.g. a slice of a packed QKV tensor) are just
+   strides; bsk_attn_tensor_bshd / bsk_attn_tensor_bhsd fill them for packed arrays.
+   Inputs may share memory (e.g. stride 0 broadcasts); O must not overlap itself or any input. */
+typedef struct bsk_attn_tensor {
+    int64_t batch, seq, heads, dim;
+    int64_t stride_batch, stride_seq, stride_head; /* elements */
+    bsk_dtype dtype;
+    bsk_memory mem;
+    void *data;
+} bsk_attn_tensor;
+
+/* Views of packed arrays: [batch, seq, heads, dim] and [batch, heads, seq, dim]. */
+BSK_API bsk_attn_tensor bsk_attn_tensor_bshd(void *data, int64_t batch, int64_t seq, int64_t heads, int64_t dim,
+                                             bsk_dtype dtype, bsk_memory mem);
+BSK_API bsk_attn_tensor bsk_attn_tensor_bhsd(void *data, int64_t batch, int64_t seq, int64_t heads, int64_t dim,
+                                             bsk_dtype dtype, bsk_memory mem);
+
+/* Layout: which tiles of the seq_q x seq_k score matrix are computed, as FlexAttention's BlockMask keeps
+   them — per query block, two sorted lists of key blocks: FULL tiles (no element inside is masked) and
+   PARTIAL tiles (some elements may be masked: the causal diagonal, keys past the sequence end).
+   Query blocks: mq = ceil(seq_q / block_q); key blocks: nb = ceil(seq_k / block_k).
+   `batch` is 1 (one layout shared by every batch entry) or the batch size; `heads` is 1 (shared by every
+   head) or the number of query heads. Layout l = lb*heads + lh, query block i, row r = l*mq + i:
+     full tiles    full_idx[r*capacity + 0 .. full_count[r]-1]
+     partial tiles part_idx[r*capacity + 0 .. part_count[r]-1]
+   Key block numbers are in [0, nb), strictly increasing within each list, and no tile is in both
+   lists; counts are in [0, capacity]; capacity is 0 .. nb. The count arrays hold batch*heads*mq
+   int32, the index arrays batch*heads*mq*capacity (entries past a count are not read). All four arrays
+   live in `mem`.
+
+   Meaning. Element (q, k) of batch entry b takes part in the softmax iff its tile is in either list,
+   k < kv_len(b) (seq_k without per-batch key lengths) and, when causal, k <= q + causal_offset. The
+   result does not depend on how kept tiles are split between the lists (the kernels test each tile
+   against the mask bounds; the split orders the work as FlashAttention does). The builders below put a
+   tile in the partial list exactly when it crosses the causal diagonal they were given or the end of
+   seq_k. A query row with nothing to attend to gets O = 0 and LSE = -inf.
+   GPU kernels: block_q 64 or 128 and block_k a multiple of 64 run on tensor cores; other block sizes
+   run a slower CUDA-core kernel. The CPU backend takes block sizes 1..1024. */
+typedef struct bsk_attn_layout {
+    int64_t seq_q, seq_k;
+    int32_t block_q, block_k;
+    int32_t batch, heads;
+    int32_t capacity;
+    int32_t *full_count;
+    int32_t *full_idx;
+    int32_t *part_count;
+    int32_t *part_idx;
+    bsk_memory mem;
+} bsk_attn_layout;
+
+/* Query blocks / key blocks of a layout (0 for NULL or non-positive block sizes). */
+BSK_API int64_t bsk_attn_layout_mq(const bsk_attn_layout *L);
+BSK_API int64_t bsk_attn_layout_nb(const bsk_attn_layout *L);
+
+/* Allocate a layout's arrays in `mem` (host: zeroed; device: counts zeroed, synchronously) for the given
+   sizes. The gate (bsk_topk_block_layout) writes into such a layout. Free with bsk_attn_layout_free.
+   Errors: INVALID_ARGUMENT (sizes < 1 — seq may be 0 —, capacity outside 0..nb), OVERFLOW,
+   OUT_OF_MEMORY, NO_DEVICE. On failure *out is untouched. */
+BSK_API bsk_status bsk_attn_layout_alloc(int64_t seq_q, int64_t seq_k, int32_t block_q, int32_t block_k,
+                                         int32_t batch, int32_t heads, int32_t capacity, bsk_memory mem,
+                                         bsk_attn_layout *out);
+/* Free arrays allocated by bsk_attn_layout_alloc, a builder or bsk_attn_layout_clone; zero the struct.
+   NULL and zeroed structs are no-ops. */
+BSK_API void bsk_attn_layout_free(bsk_attn_layout *L);
+
+/* Check L's structure (sizes, NULL pointers, alignment, counts and indices as documented above). Device
+   arrays are copied to the host (synchronous). Returns BSK_SUCCESS, BSK_ERR_INVALID_BSR for malformed
+   lists, or the first other problem's status. */
+BSK_API bsk_status bsk_attn_layout_validate(const bsk_attn_layout *L);
+
+/* Host builders of one shared layout (batch = heads = 1, capacity = nb). Tiles with no element allowed
+   by the causal rule are left out; tiles crossing the diagonal or the end of seq_k are partial.
+   dense:  every tile.
+   causal: the tiles on or below the diagonal k <= q + causal_offset (0: top-left aligned; seq_k - seq_q:
+           bottom-right aligned, as for a KV cache).
+   local:  key blocks within [i' - window_left, i' + window_right] of query block i's diagonal key
+           block i' (the key block holding key q + causal_offset for q = i*block_q; i' = i when the block
+           sizes are equal), plus `global_blocks` global blocks: every query block keeps key blocks
+           0 .. global_blocks-1 and query blocks 0 .. global_blocks-1 keep every key block (BigBird /
+           Longformer global tokens). With causal, restricted to the causal tiles.
+   from_mask: tile (i, j) of layout l kept where mask[(l*mq + i)*nb + j] != 0 (batch*heads*mq*nb bytes,
+           host); sizes as for bsk_attn_layout_alloc.
+   Errors: INVALID_ARGUMENT, OVERFLOW, OUT_OF_MEMORY, NULL_POINTER. On failure *out is untouched. */
+BSK_API bsk_status bsk_attn_layout_dense(int64_t seq_q, int64_t seq_k, int32_t block_q, int32_t block_k,
+                                         bsk_attn_layout *out);
+BSK_API bsk_status bsk_attn_layout_causal(int64_t seq_q, int64_t seq_k, int32_t block_q, int32_t block_k,
+                                          int64_t causal_offset, bsk_attn_layout *out);
+BSK_API bsk_status bsk_attn_layout_local(int64_t seq_q, int64_t seq_k, int32_t block_q, int32_t block_k,
+                                         int32_t window_left, int32_t window_right, int32_t global_blocks,
+                                         int causal, int64_t causal_offset, bsk_attn_layout *out);
+BSK_API bsk_status bsk_attn_layout_from_mask(int64_t seq_q, int64_t seq_k, int32_t block_q, int32_t block_k,
+                                             int32_t batch, int32_t heads, const uint8_t *mask, int causal,
+                                             int64_t causal_offset, bsk_attn_layout *out);
+
+/* Deep copy of L into newly allocated memory on `mem` (synchronous). Free with bsk_attn_layout_free. */
+BSK_API bsk_status bsk_attn_layout_clone(const bsk_attn_layout *L, bsk_memory mem, bsk_attn_layout *out);
+
+/* Number of full and partial tiles over all layouts and query blocks (host or device; device counts are
+   copied, synchronously). Either output may be NULL. Validates L's descriptor (not the lists). */
+BSK_API bsk_status bsk_attn_layout_tiles(const bsk_attn_layout *L, int64_t *full, int64_t *partial);
+
+/* Attention forward: for each batch entry b, query head h (key/value head h / (heads / kv_heads): GQA
+   and MQA, consecutive query heads share a key/value head) and query position q < seq_q,
+     O[b,q,h,:] = sum_k softmax_k(scale · Q[b,q,h,:]·K[b,k,hk,:] + mask) · V[b,k,hk,:]
+     lse[(b*heads + h)*seq_q + q] = log(sum_k exp(scale · Q·K + mask))   (natural log; -inf when empty)
+   over the elements the layout and the mask rules keep (see bsk_attn_layout). Accumulation is fp32;
+   O is written in the input dtype.
+     q, o: batch x seq_q x heads x dim;  k, v: batch x seq_k x kv_heads x dim; heads % kv_heads == 0.
+     dtype: F16 or BF16 (F32 also accepted: CPU and the CUDA-core GPU kernel); the same for q, k, v, o.
+     dim: 1..512 (GPU tensor-core kernels: 64 and 128 with 16-byte aligned rows, i.e. data aligned to 16
+          bytes and strides multiples of 8; anything else runs the CUDA-core kernel).
+     scale: finite; 0 means 1/sqrt(dim).
+     kv_lens: NULL, or batch int32 key lengths in [0, seq_k] (host-checked; clamped on the device).
+     lse: NULL (not saved) or batch*heads*seq_q float32 (packed), in the same memory as the tensors.
+   Errors (nothing is written): NULL_POINTER, INVALID_ARGUMENT (bad dtype/memory enum, negative size or
+   stride, O overlapping itself or an input, non-finite scale, kv_lens out of range, |causal_offset| >
+   2^31), SHAPE_MISMATCH (tensors disagree with each other or with the layout's seq/batch/heads),
+   UNSUPPORTED (dtype mix, dim > 512), MISALIGNED, WRONG_LOCATION, OVERFLOW, INVALID_BSR (host layout
+   malformed; a device layout is trusted — check it once with bsk_attn_layout_validate — and kernels clamp
+   counts and skip out-of-range indices so malformed lists never cause out-of-bounds access), NO_DEVICE,
+   CUDA. Device operands: runs on the context's stream without host synchronisation. bsk_last_kernel
+   names the kernel ("cpu-attention", "cuda-attention-mma", "cuda-attention-simt"). */
+typedef struct bsk_attention_params {
+    bsk_attn_tensor q, k, v, o;
+    float *lse;
+    const bsk_attn_layout *layout;
+    const int32_t *kv_lens;
+    float scale;
+    int causal;            /* 0 or 1 */
+    int64_t causal_offset; /* key k is visible to query q iff k <= q + causal_offset */
+} bsk_attention_params;
+BSK_API bsk_status bsk_attention_forward(bsk_context *ctx, const bsk_attention_params *params);
+
+/* Top-k block gate: writes into `out` (allocated by the caller, e.g. bsk_attn_layout_alloc, with
+   out->batch = batch, out->heads = heads of q, capacity >= min(top_k, nb), block sizes and seq lengths
+   of q and k) the layout keeping, for each (batch, head, query block i), the top_k key blocks j by the
+   score  s(i, j) = P_q(mean_q(i)) · P_k(mean_k(j))  where mean_q(i) is the mean of the query block's
+   rows of Q (rows < seq_q) for that head, mean_k(j) the mean of the key block's rows of K (rows <
+   kv_len(b)) for the head's key/value head, and P_q, P_k the optional projections w_q, w_k (dim x
+   proj_dim dense matrices, any float dtype; both or neither). Candidates are key blocks with at least
+   one key the mask rules allow (k < kv_len(b); with causal, some k <= q + causal_offset for a q in the
+   block). keep_first forces key block 0 and keep_diagonal the block holding key
+   min(q_last + causal_offset, kv_len - 1) (q_last: the block's last row) when they are candidates;
+   forced blocks count toward top_k (top_k >= keep_first + keep_diagonal). Ties go to the lower block.
+   Kept tiles are classified full/partial as the builders do (causal diagonal, kv_len). Pooling and
+   projection sums run in a fixed order in fp32/fp64, so the CPU and the GPU gate select the same tiles.
+   Device operands: no host synchronisation (workspace from the context); nb <= 8192 on the GPU.
+   Errors as bsk_attention_forward, plus INVALID_ARGUMENT for top_k < 1. */
+typedef struct bsk_topk_params {
+    bsk_attn_tensor q, k;
+    const int32_t *kv_lens;    /* [batch] or NULL */
+    int32_t top_k;
+    int causal;
+    int64_t causal_offset;
+    int keep_first;            /* 0 or 1 */
+    int keep_diagonal;         /* 0 or 1 */
+    const bsk_dense *w_q;      /* NULL or dim x proj_dim */
+    const bsk_dense *w_k;      /* NULL or dim x proj_dim */
+} bsk_topk_params;
+BSK_API bsk_status bsk_topk_block_layout(bsk_context *ctx, const bsk_topk_params *params, bsk_attn_layout *out);
 
 #ifdef __cplusplus
 }

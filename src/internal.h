@@ -51,6 +51,10 @@ void bsk__store(void *p, bsk_dtype t, int64_t i, float v);
 bsk_status bsk_cpu_spmm(bsk_op op, float alpha, const bsk_bsr *A, const bsk_dense *B, float beta,
                         bsk_dense *C);
 bsk_status bsk_cpu_sddmm(float alpha, const bsk_dense *X, const bsk_dense *Y, float beta, bsk_bsr *out);
+/* The transpose index of an already validated host pattern (src/bsr/bsr_transpose_index.c): what
+   bsk_bsr_transpose_index computes, without the checks. O(nnzb + nb), no allocation. */
+void bsk__bsr_transpose_index_host(int64_t mb, int64_t nb, const int32_t *row_ptr, const int32_t *col_idx,
+                                   int32_t *t_ptr, int32_t *t_row, int32_t *t_blk);
 
 /* ---- CUDA backend (src/cuda/, or src/cuda/stub.c when built without CUDA). */
 int bsk_cuda_device_count(void); /* 0 when no driver/device */

@@ -94,14 +94,19 @@ bsk_status bsk_bsr_from_dense(const bsk_dense *dense, int32_t block_rows, int32_
         const int64_t r1 = (i + 1) * br < rows ? (i + 1) * br : rows;
         for (int64_t r = i * br; r < r1; r++) {
             const int64_t base = r * dense->ld;
-            if (dense->dtype == BSK_F32) {
-                const float *row = (const float *)dense->data + base;
-                for (int64_t c = 0; c < cols; c++) ss[c / bc] += (double)row[c] * (double)row[c];
-            } else {
-                for (int64_t c = 0; c < cols; c++) {
-                    double v = bsk__load(dense->data, dense->dtype, base + c);
-                    ss[c / bc] += v * v;
+            for (int64_t j = 0; j < nb; j++) {
+                const int64_t c1 = (j + 1) * bc < cols ? (j + 1) * bc : cols;
+                double acc = 0.0;
+                if (dense->dtype == BSK_F32) {
+                    const float *row = (const float *)dense->data + base;
+                    for (int64_t c = j * bc; c < c1; c++) acc += (double)row[c] * (double)row[c];
+                } else {
+                    for (int64_t c = j * bc; c < c1; c++) {
+                        double v = bsk__load(dense->data, dense->dtype, base + c);
+                        acc += v * v;
+                    }
                 }
+                ss[j] += acc;
             }
         }
         /* NaN norms (a NaN or Inf-Inf entry) are kept: dropping them would hide bad data */

@@ -15,14 +15,15 @@ static double unif(uint64_t *s) { return (double)(splitmix(s) >> 11) * (1.0 / 90
 
 /* Blocks per row: uniform keeps round(d*nb) in each row; skewed draws Pareto weights (alpha 1.2) and
    scales them to the same total, capped at nb, the overflow spread to rows with room. */
-static void row_counts(int64_t mb, int64_t nb, double d, bsk_pattern p, uint64_t *s, int64_t *cnt)
+static int row_counts(int64_t mb, int64_t nb, double d, bsk_pattern p, uint64_t *s, int64_t *cnt)
 {
     int64_t total = (int64_t)llround(d * (double)mb * (double)nb);
     if (p == BSK_PATTERN_UNIFORM) {
         for (int64_t i = 0; i < mb; i++) cnt[i] = total / mb + (i < total % mb);
-        return;
+        return 1;
     }
-    double *w = (double *)malloc((size_t)mb * sizeof *w), sum = 0;
+    double *w = (double *)malloc(((size_t)mb + 1) * sizeof *w), sum = 0;
+    if (!w) return 0;
     for (int64_t i = 0; i < mb; i++) { w[i] = pow(1.0 - unif(s), -1.0 / 1.2); sum += w[i]; }
     int64_t placed = 0;
     for (int64_t i = 0; i < mb; i++) {
@@ -33,6 +34,13 @@ static void row_counts(int64_t mb, int64_t nb, double d, bsk_pattern p, uint64_t
     for (int64_t i = 0; placed < total; i = (i + 1) % mb)
         if (cnt[i] < nb) { cnt[i]++; placed++; }
     free(w);
+    return 1;
+}
+
+static int cmp_i32(const void *a, const void *b)
+{
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
 }
 
 bsk_status bsk_bsr_random(int64_t rows, int64_t cols, int32_t br, int32_t bc, double density, bsk_pattern pattern,
@@ -51,7 +59,7 @@ bsk_status bsk_bsr_random(int64_t rows, int64_t cols, int32_t br, int32_t bc, do
     int32_t *rp = (int32_t *)malloc(((size_t)mb + 1) * sizeof *rp);
     if (!cnt || !perm || !rp) { free(cnt); free(perm); free(rp); return BSK_ERR_OUT_OF_MEMORY; }
     uint64_t s = seed ^ 0x5eed5eedull;
-    row_counts(mb, nb, density, pattern, &s, cnt);
+    if (!row_counts(mb, nb, density, pattern, &s, cnt)) { free(cnt); free(perm); free(rp); return BSK_ERR_OUT_OF_MEMORY; }
     rp[0] = 0;
     for (int64_t i = 0; i < mb; i++) rp[i + 1] = rp[i] + (int32_t)cnt[i];
     int64_t nnzb = rp[mb];
@@ -60,20 +68,23 @@ bsk_status bsk_bsr_random(int64_t rows, int64_t cols, int32_t br, int32_t bc, do
     void *vals = NULL;
     if (bsk__mul_ok(nnzb, bsz, &elems)) vals = malloc((size_t)elems * esz + 1);
     if (!ci || !vals) { free(cnt); free(perm); free(rp); free(ci); free(vals); return BSK_ERR_OUT_OF_MEMORY; }
+    /* Each row chooses cnt[i] distinct columns by a partial Fisher-Yates over 0..nb-1 starting from the
+       identity; the swaps are undone afterwards (their partners are kept in the row's col_idx slots), so
+       the whole pattern costs O(nb + nnzb log) instead of O(mb*nb) resets and quadratic sorts. */
+    for (int64_t j = 0; j < nb; j++) perm[j] = (int32_t)j;
     for (int64_t i = 0; i < mb; i++) {
-        /* choose cnt[i] distinct columns: partial Fisher-Yates over 0..nb-1, then sort the chosen prefix */
-        for (int64_t j = 0; j < nb; j++) perm[j] = (int32_t)j;
+        int32_t *dst = ci + rp[i];
         for (int64_t j = 0; j < cnt[i]; j++) {
             int64_t r = j + (int64_t)(splitmix(&s) % (uint64_t)(nb - j));
             int32_t tmp = perm[j]; perm[j] = perm[r]; perm[r] = tmp;
+            dst[j] = (int32_t)r;
         }
-        int32_t *dst = ci + rp[i];
-        for (int64_t j = 0; j < cnt[i]; j++) { /* insertion sort: rows are short next to nb */
-            int32_t v = perm[j];
-            int64_t q = j;
-            while (q > 0 && dst[q - 1] > v) { dst[q] = dst[q - 1]; q--; }
-            dst[q] = v;
+        for (int64_t j = cnt[i] - 1; j >= 0; j--) { /* undo, newest swap first; keep the chosen column */
+            int64_t r = dst[j];
+            int32_t tmp = perm[j]; perm[j] = perm[r]; perm[r] = tmp;
+            dst[j] = perm[r];
         }
+        qsort(dst, (size_t)cnt[i], sizeof *dst, cmp_i32);
     }
     for (int64_t i = 0; i < mb; i++)
         for (int32_t k = rp[i]; k < rp[i + 1]; k++)
@@ -81,10 +92,15 @@ bsk_status bsk_bsr_random(int64_t rows, int64_t cols, int32_t br, int32_t bc, do
                 for (int32_t c = 0; c < bc; c++) {
                     int64_t gr = i * br + r, gc = (int64_t)ci[k] * bc + c;
                     float v = 0.0f;
-                    if (gr < rows && gc < cols) {
-                        do { v = (float)(2.0 * unif(&s) - 1.0); } while (v == 0.0f);
+                    int64_t at = (int64_t)k * bsz + (int64_t)r * bc + c;
+                    if (gr < rows && gc < cols) { /* redraw values that are zero once stored (fp16 underflow) */
+                        do {
+                            v = (float)(2.0 * unif(&s) - 1.0);
+                            bsk__store(vals, dtype, at, v);
+                        } while (bsk__load(vals, dtype, at) == 0.0f);
+                    } else {
+                        bsk__store(vals, dtype, at, v);
                     }
-                    bsk__store(vals, dtype, (int64_t)k * bsz + (int64_t)r * bc + c, v);
                 }
     free(cnt);
     free(perm);

@@ -5,7 +5,7 @@
 int bsk__mul_ok(int64_t a, int64_t b, int64_t *out)
 {
     if (a < 0 || b < 0) return 0;
-    if (a != 0 && b > BSK_LIMIT_ELEMS / a) return 0;
+    if (a != 0 && b > (BSK_LIMIT_ELEMS - 1) / a) return 0; /* the documented limits are "< 2^62" */
     *out = a * b;
     return 1;
 }

@@ -15,21 +15,22 @@ static bsk_status pick_side(const bsk_context *ctx, bsk_memory m0, bsk_memory m1
     return BSK_SUCCESS;
 }
 
-static int overlaps(const void *a, int64_t abytes, const void *b, int64_t bbytes)
+/* Byte counts are uint64_t: elements < 2^62 (checked) times 4 bytes can pass INT64_MAX. */
+static int overlaps(const void *a, uint64_t abytes, const void *b, uint64_t bbytes)
 {
-    if (!a || !b || abytes <= 0 || bbytes <= 0) return 0;
+    if (!a || !b || !abytes || !bbytes) return 0;
     uintptr_t a0 = (uintptr_t)a, b0 = (uintptr_t)b;
     return a0 < b0 + (uintptr_t)bbytes && b0 < a0 + (uintptr_t)abytes;
 }
 
-static int64_t dense_bytes(const bsk_dense *D)
+static uint64_t dense_bytes(const bsk_dense *D)
 {
-    return D->rows ? ((D->rows - 1) * D->ld + D->cols) * (int64_t)bsk_dtype_size(D->dtype) : 0;
+    return D->rows ? (uint64_t)((D->rows - 1) * D->ld + D->cols) * bsk_dtype_size(D->dtype) : 0;
 }
 
-static int64_t bsr_value_bytes(const bsk_bsr *A)
+static uint64_t bsr_value_bytes(const bsk_bsr *A)
 {
-    return A->nnzb * A->block_rows * A->block_cols * (int64_t)bsk_dtype_size(A->dtype);
+    return (uint64_t)(A->nnzb * A->block_rows * A->block_cols) * bsk_dtype_size(A->dtype);
 }
 
 static bsk_status check_bsr_full(const bsk_bsr *A)
@@ -59,7 +60,7 @@ bsk_status bsk_spmm(bsk_context *ctx, bsk_op op, float alpha, const bsk_bsr *A, 
     if (B->rows != k || C->rows != m || C->cols != B->cols) return BSK_ERR_SHAPE_MISMATCH;
     if ((s = pick_side(ctx, A->mem, B->mem, C->mem))) return s;
     if ((s = check_bsr_full(A)) || (s = check_dense_full(B)) || (s = check_dense_full(C))) return s;
-    int64_t cb = dense_bytes(C);
+    uint64_t cb = dense_bytes(C);
     if (overlaps(C->data, cb, B->data, dense_bytes(B)) || overlaps(C->data, cb, A->values, bsr_value_bytes(A)))
         return BSK_ERR_INVALID_ARGUMENT;
     if (m == 0 || B->cols == 0) return BSK_SUCCESS;
@@ -80,7 +81,7 @@ bsk_status bsk_sddmm(bsk_context *ctx, float alpha, const bsk_dense *X, const bs
     if (X->rows != out->rows || Y->rows != out->cols || X->cols != Y->cols) return BSK_ERR_SHAPE_MISMATCH;
     if ((s = pick_side(ctx, out->mem, X->mem, Y->mem))) return s;
     if ((s = check_bsr_full(out)) || (s = check_dense_full(X)) || (s = check_dense_full(Y))) return s;
-    int64_t vb = bsr_value_bytes(out);
+    uint64_t vb = bsr_value_bytes(out);
     if (overlaps(out->values, vb, X->data, dense_bytes(X)) || overlaps(out->values, vb, Y->data, dense_bytes(Y)))
         return BSK_ERR_INVALID_ARGUMENT;
     if (out->nnzb == 0) return BSK_SUCCESS;

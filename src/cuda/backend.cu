@@ -88,6 +88,7 @@ bsk_status bsk_cuda_workspace(bsk_context *ctx, size_t bytes, void **ptr)
 extern "C" void bsk_cuda_release(bsk_context *ctx)
 {
     if (!ctx->cuda) return;
+    bsk_cuda_pattern_cache_release(ctx->cuda);
     if (ctx->cuda->workspace) (void)cudaFree(ctx->cuda->workspace);
     free(ctx->cuda);
     ctx->cuda = NULL;

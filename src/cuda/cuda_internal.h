@@ -16,6 +16,18 @@ static inline bsk_status bsk_cuda_status(cudaError_t e)
 /* After a launch: the launch's own error (not a sticky earlier one we can't attribute). */
 #define BSK_CUDA_LAUNCH_CHECK() bsk_cuda_status(cudaGetLastError())
 
+/* One cached transpose index of a BSR pattern (src/cuda/pattern_cache.cu). Keyed by the pattern's device
+   pointers and sizes: a pattern rewritten in place, or freed and re-allocated at the same addresses with the
+   same sizes, is not noticed. */
+#define BSK_TINDEX_SLOTS 8
+struct bsk_tindex_entry {
+    const void *row_ptr, *col_idx; /* key */
+    int64_t mb, nb, nnzb;          /* key */
+    int32_t *mem;                  /* t_ptr[nb+1] | cursor[nb+1] | t_row[nnzb] | t_blk[nnzb] */
+    cudaEvent_t ev;                /* recorded after the build and after each use: orders reuse/free across streams */
+    uint64_t used;                 /* LRU stamp; 0 = empty slot */
+};
+
 /* Per-context CUDA state: device facts read once, a growable workspace. */
 struct bsk_cuda_state {
     int device;
@@ -24,12 +36,36 @@ struct bsk_cuda_state {
     size_t smem_optin;    /* max dynamic shared memory per block */
     void *workspace;
     size_t workspace_bytes;
+    struct bsk_tindex_entry tindex[BSK_TINDEX_SLOTS]; /* transpose-index LRU (pattern_cache.cu) */
+    uint64_t tindex_clock;
 };
 
 /* The context's CUDA state, created on first use. NULL only on allocation failure. */
 struct bsk_cuda_state *bsk_cuda_state_get(bsk_context *ctx);
 /* Grow the context's workspace to at least `bytes` (stream-ordered free of the old one). */
 bsk_status bsk_cuda_workspace(bsk_context *ctx, size_t bytes, void **ptr);
+
+/* ---- transpose index of a device BSR pattern (src/cuda/pattern_cache.cu), for Aᵀ·B: for block column j,
+   its blocks t_ptr[j] .. t_ptr[j+1]-1 in block-row order, each with its block row t_row[] and its index into
+   A's values t_blk[]. Built on ctx->stream by small kernels (no host synchronisation), cached per context.
+   Malformed metadata gives an index whose every entry is still in range (t_row in [0, mb), t_blk in
+   [0, nnzb), t_ptr within [0, nnzb]). nnzb == 0 gives all pointers NULL (every column empty). */
+typedef struct bsk_tindex {
+    const int32_t *t_ptr, *t_row, *t_blk;
+    int slot; /* -1 when nothing is cached (nnzb == 0) */
+} bsk_tindex;
+bsk_status bsk_cuda_tindex_get(bsk_context *ctx, const bsk_bsr *A, bsk_tindex *ti);
+/* After the launches that read ti: records their end so a later eviction or another stream waits for them. */
+void bsk_cuda_tindex_done(bsk_context *ctx, const bsk_tindex *ti);
+/* Frees every cached index (called by bsk_cuda_release). */
+void bsk_cuda_pattern_cache_release(struct bsk_cuda_state *st);
+
+/* Test hooks (tests/test_gpu.c): run one kernel family directly, 0 = Hopper, 1 = portable tensor-core,
+   2 = SIMT, on arguments that already passed bsk_spmm's / bsk_sddmm's checks. */
+extern "C" bsk_status bsk__cuda_spmm_family(bsk_context *ctx, int family, bsk_op op, float alpha, const bsk_bsr *A,
+                                            const bsk_dense *B, float beta, bsk_dense *C);
+extern "C" bsk_status bsk__cuda_sddmm_family(bsk_context *ctx, int family, float alpha, const bsk_dense *X,
+                                             const bsk_dense *Y, float beta, bsk_bsr *out);
 
 /* ---- kernels. Each returns BSK_ERR_UNSUPPORTED when the case is not its own (the dispatcher then tries
    the next), BSK_SUCCESS after a successful launch, or an error. Arguments are validated. */

@@ -1,6 +1,168 @@
-/* spmm_hopper.cu — placeholder until the Hopper kernel lands: declines every case. */
-#include "../cuda_internal.h"
-bsk_status bsk_hopper_spmm(bsk_context *, bsk_op, float, const bsk_bsr *, const bsk_dense *, float, bsk_dense *)
-{ return BSK_ERR_UNSUPPORTED; }
+/* spmm_hopper.cu — the Hopper (sm_90a) SpMM launcher: decides whether the TMA + wgmma kernel can take the
+   case, builds the tensor maps, orders the work (prep kernel) and launches the persistent kernel.
+   Declines (BSK_ERR_UNSUPPORTED, the portable path then runs) anything it cannot do exactly right. */
+#include <stdint.h>
+#include "tma.cuh"
+#include "spmm_kernel.cuh"
+
+using namespace bsk_hopper;
+
+/* Internal tuning knobs for experiments (bench/hopper_probe.c sets them; not part of the public API).
+   0 means the default. */
+extern "C" {
+struct bsk_hopper_tune_s {
+    int b64_wgn;   /* BM = 64: wgmma N per consumer warpgroup, 128 (tile 64 x 256) or 256 (tile 64 x 512)  */
+    int band_mb;   /* L2 budget in MB for the A blocks of one band of rows (default 16)                    */
+    int no_pdl;    /* 1: launch the main kernel without programmatic dependent launch                      */
+    int max_ctas;  /* cap on the persistent grid (default: one CTA per SM)                                */
+    int bdesc_swap; /* 1: swap B's descriptor LBO/SBO (a probe of the layout; wrong results expected)     */
+    int epi;        /* 0: TMA-store epilogue when C is 16-bit and beta = 0; 1: always the direct epilogue     */
+    int classes;    /* 0: bands cut at bit-length classes of the row length; 1: no classes; 2: 2 bits/class  */
+    int wait0;      /* 1: TMA-epilogue configurations with wait_group 0 after every stage                    */
+};
+struct bsk_hopper_tune_s bsk__hopper_tune = {0, 0, 0, 0, 0, 0, 0, 0};
+}
+
+typedef Cfg<128, 256, 4, false> Cfg128;  /* tile 128 x 256, 48 KB stages, direct epilogue          */
+typedef Cfg<128, 256, 3, true> Cfg128t;  /* the same, 3 stages + 64 KB staging for the TMA-store epilogue */
+typedef Cfg<64, 128, 5, false> Cfg64;    /* tile 64 x 256, 40 KB stages                              */
+typedef Cfg<64, 128, 4, true> Cfg64t;    /* the same, 4 stages + 32 KB staging                       */
+typedef Cfg<64, 256, 3, false> Cfg64w;   /* tile 64 x 512, 72 KB stages (experiment)                 */
+typedef Cfg<128, 256, 3, true, false> Cfg128t0; /* experiments: wait_group 0 after every stage           */
+typedef Cfg<64, 128, 4, true, false> Cfg64t0;
+
+template <class CF, int DT>
+static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, const bsk_bsr *A, const bsk_dense *B,
+                         float alpha, float beta, bsk_dense *C, const char *name)
+{
+    cudaStream_t stream = (cudaStream_t)ctx->stream;
+    if ((size_t)CF::SMEM > st->smem_optin) return BSK_ERR_UNSUPPORTED;
+    const int64_t M = C->rows, N = C->cols, K = B->rows;
+    const int64_t mb = bsk_bsr_mb(A), nb = bsk_bsr_nb(A), nt = (N + CF::BN - 1) / CF::BN;
+    /* TMA coordinates and the item counter are 32-bit: leave giant shapes to the portable path. */
+    if (K + 2 * CF::BM >= INT32_MAX || N + CF::BN >= INT32_MAX || M + 2 * CF::BM >= INT32_MAX ||
+        mb * nt + 4096 >= INT32_MAX)
+        return BSK_ERR_UNSUPPORTED;
+
+    CUtensorMap tmA, tmB, tmC;
+    bsk_status s;
+    /* With no blocks there is nothing to load; any valid 16-byte-aligned address keeps the map legal. */
+    const void *vals = A->nnzb ? A->values : B->data;
+    if ((s = bsk_hopper_tmap_3d(&tmA, vals, A->dtype, A->nnzb ? (uint64_t)A->nnzb : 1u, CF::BM, CF::BM, CF::BM, 64)))
+        return s;
+    if ((s = bsk_hopper_tmap_2d(&tmB, B->data, B->dtype, (uint64_t)K, (uint64_t)N, (uint64_t)B->ld, 64, 64))) return s;
+    if (!CF::EPI) tmC = tmB; /* unused */
+    else if ((s = bsk_hopper_tmap_2d(&tmC, C->data, C->dtype, (uint64_t)M, (uint64_t)N, (uint64_t)C->ld, 64, 64)))
+        return s;
+
+    void *ws = NULL;
+    if ((s = bsk_cuda_workspace(ctx, 256 + (size_t)mb * (sizeof(int4) + sizeof(int2)), &ws))) return s;
+    unsigned *counter = (unsigned *)ws;
+    int4 *sorted = (int4 *)((char *)ws + 256);
+    int2 *bandinfo = (int2 *)(sorted + mb);
+
+    /* Rows per band: the A blocks of a band should stay in L2 while the band's N tiles go by. */
+    const int64_t band_budget = (int64_t)(bsk__hopper_tune.band_mb > 0 ? bsk__hopper_tune.band_mb : 16) << 20;
+    const int64_t row_bytes = (A->nnzb / (mb ? mb : 1) + 1) * (int64_t)CF::BM * CF::BM * 2;
+    int64_t band = band_budget / row_bytes;
+    if (band < 1) band = 1;
+    if (band > mb) band = mb;
+
+    SpmmParams p;
+    p.sorted = sorted;
+    p.bandinfo = bandinfo;
+    p.counter = counter;
+    p.col_idx = A->col_idx;
+    p.C = C->data;
+    p.ldc = C->ld;
+    p.ctype = (int)C->dtype;
+    p.alpha = alpha;
+    p.beta = beta;
+    p.M = (int)M;
+    p.N = (int)N;
+    p.mb = (int)mb;
+    p.nb = (int)nb;
+    p.nt = (int)nt;
+    p.band_rows = (int)band;
+    p.total_items = (unsigned)(mb * nt);
+    p.b_lbo = bsk__hopper_tune.bdesc_swap ? 1024u : 8192u;
+    p.b_sbo = bsk__hopper_tune.bdesc_swap ? 8192u : 1024u;
+
+    int grid = st->sms;
+    if (bsk__hopper_tune.max_ctas > 0 && bsk__hopper_tune.max_ctas < grid) grid = bsk__hopper_tune.max_ctas;
+    if ((int64_t)grid > mb * nt) grid = (int)(mb * nt);
+
+    cudaError_t e;
+    e = cudaFuncSetAttribute(spmm_kernel<CF, DT>, cudaFuncAttributeMaxDynamicSharedMemorySize, CF::SMEM);
+    if (e != cudaSuccess) { (void)cudaGetLastError(); return BSK_ERR_UNSUPPORTED; }
+
+    const int cls = bsk__hopper_tune.classes == 1 ? 0 : bsk__hopper_tune.classes == 2 ? 2 : 1;
+    spmm_prep_kernel<<<1, 1024, 0, stream>>>(A->row_ptr, (int)mb, (int)A->nnzb, (int)band, cls, sorted, bandinfo,
+                                             counter);
+    if ((s = BSK_CUDA_LAUNCH_CHECK())) return s;
+
+    cudaLaunchConfig_t cfg;
+    cudaLaunchAttribute attr[1];
+    cfg.gridDim = dim3((unsigned)grid);
+    cfg.blockDim = dim3(CF::THREADS);
+    cfg.dynamicSmemBytes = CF::SMEM;
+    cfg.stream = stream;
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = bsk__hopper_tune.no_pdl ? 0 : 1;
+    e = cudaLaunchKernelEx(&cfg, spmm_kernel<CF, DT>, tmA, tmB, tmC, p);
+    if (e != cudaSuccess) { (void)cudaGetLastError(); return bsk_cuda_status(e); }
+    ctx->last_kernel = name;
+    return BSK_SUCCESS;
+}
+
+static int aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
+
+bsk_status bsk_hopper_spmm(bsk_context *ctx, bsk_op op, float alpha, const bsk_bsr *A, const bsk_dense *B,
+                                      float beta, bsk_dense *C)
+{
+    const struct bsk_cuda_state *st = bsk_cuda_state_get(ctx);
+    if (!st) return BSK_ERR_OUT_OF_MEMORY;
+    if (st->cc_major != 9 || st->cc_minor != 0) return BSK_ERR_UNSUPPORTED; /* sm_90a code only */
+    if (op != BSK_OP_N) return BSK_ERR_UNSUPPORTED;
+    const int b = A->block_rows;
+    if (b != A->block_cols || (b != 64 && b != 128)) return BSK_ERR_UNSUPPORTED;
+    if ((A->dtype != BSK_F16 && A->dtype != BSK_BF16) || B->dtype != A->dtype) return BSK_ERR_UNSUPPORTED;
+    const size_t ces = bsk_dtype_size(C->dtype);
+    if (!ces) return BSK_ERR_UNSUPPORTED;
+    /* TMA: global strides multiples of 16 bytes, base addresses 16-byte aligned. */
+    if ((B->ld * 2) % 16 || !aligned16(B->data) || (C->ld * (int64_t)ces) % 16 || !aligned16(C->data) ||
+        (A->nnzb && !aligned16(A->values)))
+        return BSK_ERR_UNSUPPORTED;
+    if (C->rows == 0 || C->cols == 0) return BSK_SUCCESS;
+    const int bf = A->dtype == BSK_BF16;
+    /* The TMA-store epilogue writes 16-bit C without reading it: beta must be 0. */
+    const int tma_epi = bsk__hopper_tune.epi == 0 && C->dtype != BSK_F32 && beta == 0.0f;
+    if (b == 128) {
+        if (tma_epi && bsk__hopper_tune.wait0)
+            return bf ? launch<Cfg128t0, BSK_BF16>(ctx, st, A, B, alpha, beta, C, "hopper-wgmma-b128")
+                      : launch<Cfg128t0, BSK_F16>(ctx, st, A, B, alpha, beta, C, "hopper-wgmma-b128");
+        if (tma_epi)
+            return bf ? launch<Cfg128t, BSK_BF16>(ctx, st, A, B, alpha, beta, C, "hopper-wgmma-b128")
+                      : launch<Cfg128t, BSK_F16>(ctx, st, A, B, alpha, beta, C, "hopper-wgmma-b128");
+        return bf ? launch<Cfg128, BSK_BF16>(ctx, st, A, B, alpha, beta, C, "hopper-wgmma-b128")
+                  : launch<Cfg128, BSK_F16>(ctx, st, A, B, alpha, beta, C, "hopper-wgmma-b128");
+    }
+    if (bsk__hopper_tune.b64_wgn == 256)
+        return bf ? launch<Cfg64w, BSK_BF16>(ctx, st, A, B, alpha, beta, C, "hopper-wgmma-b64")
+                  : launch<Cfg64w, BSK_F16>(ctx, st, A, B, alpha, beta, C, "hopper-wgmma-b64");
+    if (tma_epi && bsk__hopper_tune.wait0)
+        return bf ? launch<Cfg64t0, BSK_BF16>(ctx, st, A, B, alpha, beta, C, "hopper-wgmma-b64")
+                  : launch<Cfg64t0, BSK_F16>(ctx, st, A, B, alpha, beta, C, "hopper-wgmma-b64");
+    if (tma_epi)
+        return bf ? launch<Cfg64t, BSK_BF16>(ctx, st, A, B, alpha, beta, C, "hopper-wgmma-b64")
+                  : launch<Cfg64t, BSK_F16>(ctx, st, A, B, alpha, beta, C, "hopper-wgmma-b64");
+    return bf ? launch<Cfg64, BSK_BF16>(ctx, st, A, B, alpha, beta, C, "hopper-wgmma-b64")
+              : launch<Cfg64, BSK_F16>(ctx, st, A, B, alpha, beta, C, "hopper-wgmma-b64");
+}
+
 bsk_status bsk_hopper_sddmm(bsk_context *, float, const bsk_dense *, const bsk_dense *, float, bsk_bsr *)
-{ return BSK_ERR_UNSUPPORTED; }
+{
+    return BSK_ERR_UNSUPPORTED;
+}

@@ -1,0 +1,331 @@
+/* hopper_probe.c — device probe for the Hopper SpMM: cuBLAS dense GemmEx vs bsk_spmm at M = N = K (default
+   8192) for b in {128, 64} x density {0.10, 0.25, 0.50} x {uniform, skewed}, fp16 (and a few bf16) inputs.
+   Timing: CUDA events around one call, 3 warm-ups, median of ITERS, L2 flushed by a 256 MB memset before each
+   timed call (outside the events). Each sparse result is checked against cuBLAS on the densified A
+   (fp32 output) at full size. Prints TFLOPS on kept blocks (2 * nnzb * b^2 * N / t) and
+   E = that / cuBLAS dense TFLOPS of the same run.
+   Built and run by bench/hopper_probe.sh on the device machine. Not part of the library. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include "bsk.h"
+
+struct bsk_hopper_tune_s {
+    int b64_wgn, band_mb, no_pdl, max_ctas, bdesc_swap, epi, classes, wait0;
+};
+extern struct bsk_hopper_tune_s bsk__hopper_tune;
+
+#define CK(x)                                                                                   \
+    do {                                                                                        \
+        cudaError_t e_ = (x);                                                                   \
+        if (e_ != cudaSuccess) {                                                                \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
+            exit(1);                                                                            \
+        }                                                                                       \
+    } while (0)
+#define CB(x)                                                                                   \
+    do {                                                                                        \
+        cublasStatus_t e_ = (x);                                                                \
+        if (e_ != CUBLAS_STATUS_SUCCESS) {                                                      \
+            fprintf(stderr, "%s:%d: %s: cublas %d\n", __FILE__, __LINE__, #x, (int)e_);         \
+            exit(1);                                                                            \
+        }                                                                                       \
+    } while (0)
+#define CS(x)                                                                                   \
+    do {                                                                                        \
+        bsk_status e_ = (x);                                                                    \
+        if (e_ != BSK_SUCCESS) {                                                                \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, bsk_status_string(e_)); \
+            exit(1);                                                                            \
+        }                                                                                       \
+    } while (0)
+
+static int64_t M_ = 8192, N_ = 8192, K_ = 8192;
+static int ITERS = 20;
+static void *flush_buf;
+static const size_t FLUSH = 256u << 20;
+static cudaEvent_t ev0, ev1;
+
+typedef void (*run_fn)(void *);
+
+static int cmpf(const void *a, const void *b)
+{
+    float x = *(const float *)a, y = *(const float *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* median ms of ITERS timed calls, each after an L2 flush; min in *mn */
+static double time_it(run_fn f, void *arg, double *mn)
+{
+    float t[256];
+    for (int i = 0; i < 3; i++) f(arg);
+    CK(cudaDeviceSynchronize());
+    for (int i = 0; i < ITERS; i++) {
+        CK(cudaMemsetAsync(flush_buf, i & 0xff, FLUSH, 0));
+        CK(cudaEventRecord(ev0, 0));
+        f(arg);
+        CK(cudaEventRecord(ev1, 0));
+        CK(cudaEventSynchronize(ev1));
+        CK(cudaGetLastError());
+        CK(cudaEventElapsedTime(&t[i], ev0, ev1));
+    }
+    qsort(t, (size_t)ITERS, sizeof t[0], cmpf);
+    if (mn) *mn = t[0];
+    return ITERS % 2 ? t[ITERS / 2] : 0.5 * (t[ITERS / 2 - 1] + t[ITERS / 2]);
+}
+
+/* ---- host fills */
+static uint64_t rng_s = 0x1234567ull;
+static uint64_t rnext(void)
+{
+    uint64_t z = (rng_s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+static uint16_t f2h(float f) /* round to nearest even, finite inputs in [-1, 1] */
+{
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    uint32_t sign = (x >> 16) & 0x8000u;
+    int e = (int)((x >> 23) & 0xff) - 127 + 15;
+    uint32_t m = x & 0x7fffffu;
+    if (e <= 0) {
+        if (e < -10) return (uint16_t)sign;
+        m |= 0x800000u;
+        uint32_t sh = (uint32_t)(14 - e), hm = m >> sh, rem = m & ((1u << sh) - 1), half = 1u << (sh - 1);
+        if (rem > half || (rem == half && (hm & 1))) hm++;
+        return (uint16_t)(sign | hm);
+    }
+    uint32_t hm = m >> 13, rem = m & 0x1fffu;
+    uint32_t h = sign | ((uint32_t)e << 10) | hm;
+    if (rem > 0x1000u || (rem == 0x1000u && (hm & 1))) h++;
+    return (uint16_t)h;
+}
+static uint16_t f2bf(float f)
+{
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    x += 0x7fffu + ((x >> 16) & 1u);
+    return (uint16_t)(x >> 16);
+}
+static float h2f(uint16_t h)
+{
+    uint32_t s = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1f, m = h & 0x3ff, x;
+    if (e == 0) {
+        if (!m) x = s;
+        else {
+            e = 127 - 15 + 1;
+            while (!(m & 0x400)) { m <<= 1; e--; }
+            x = s | (e << 23) | ((m & 0x3ff) << 13);
+        }
+    } else if (e == 31) x = s | 0x7f800000u | (m << 13);
+    else x = s | ((e + 127 - 15) << 23) | (m << 13);
+    float f;
+    memcpy(&f, &x, 4);
+    return f;
+}
+static float bf2f(uint16_t h)
+{
+    uint32_t x = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &x, 4);
+    return f;
+}
+static void fill_rand16(uint16_t *p, size_t n, int bf)
+{
+    for (size_t i = 0; i < n; i++) {
+        float v = (float)((double)(rnext() >> 11) * (1.0 / 9007199254740992.0) * 2.0 - 1.0);
+        p[i] = bf ? f2bf(v) : f2h(v);
+    }
+}
+
+/* ---- the runs */
+typedef struct {
+    cublasHandle_t h;
+    cudaDataType dt, ct;
+    void *A, *B, *C;
+    cublasComputeType_t comp;
+} gemm_arg;
+static void run_gemm(void *p)
+{
+    gemm_arg *g = (gemm_arg *)p;
+    const float one = 1.0f, zero = 0.0f;
+    /* row-major C = A B  <=>  column-major C^T = B^T A^T */
+    CB(cublasGemmEx(g->h, CUBLAS_OP_N, CUBLAS_OP_N, (int)N_, (int)M_, (int)K_, &one, g->B, g->dt, (int)N_, g->A, g->dt,
+                    (int)K_, &zero, g->C, g->ct, (int)N_, g->comp, CUBLAS_GEMM_DEFAULT));
+}
+
+typedef struct {
+    bsk_context *ctx;
+    bsk_bsr *A;
+    bsk_dense *B, *C;
+} spmm_arg;
+static void run_spmm(void *p)
+{
+    spmm_arg *s = (spmm_arg *)p;
+    CS(bsk_spmm(s->ctx, BSK_OP_N, 1.0f, s->A, s->B, 0.0f, s->C));
+}
+
+int main(int argc, char **argv)
+{
+    int quick = 0, variants = 0, cf32 = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--quick")) quick = 1;
+        else if (!strcmp(argv[i], "--variants")) variants = 1;
+        else if (!strcmp(argv[i], "--cf32")) cf32 = 1;
+        else if (!strcmp(argv[i], "--size") && i + 1 < argc) M_ = N_ = K_ = atoll(argv[++i]);
+        else if (!strcmp(argv[i], "--iters") && i + 1 < argc) ITERS = atoi(argv[++i]);
+    }
+    if (ITERS < 1 || ITERS > 256) ITERS = 20;
+    bsk_device_info info;
+    CS(bsk_device_query(&info));
+    printf("device: %s, cc %d.%d, %d SMs, L2 %lld MB, driver %d, runtime %d\n", info.name, info.cc_major, info.cc_minor,
+           info.multiprocessors, (long long)(info.l2_bytes >> 20), info.driver_version, info.runtime_version);
+    printf("size M=N=K=%lld, median of %d, L2 flushed (256 MB memset) before each timed call\n", (long long)M_, ITERS);
+    CK(cudaMalloc(&flush_buf, FLUSH));
+    CK(cudaEventCreate(&ev0));
+    CK(cudaEventCreate(&ev1));
+    cublasHandle_t h;
+    CB(cublasCreate(&h));
+    bsk_context *ctx;
+    CS(bsk_create(&ctx, BSK_BACKEND_CUDA));
+
+    const size_t nAK = (size_t)(M_ * K_), nKN = (size_t)(K_ * N_), nMN = (size_t)(M_ * N_);
+    uint16_t *hbuf = (uint16_t *)malloc((nAK > nKN ? nAK : nKN) * 2);
+    float *hC32 = (float *)malloc(nMN * 4);
+    uint16_t *hC16 = (uint16_t *)malloc(nMN * 4);
+    void *dA, *dB[2], *dC, *dRef;
+    CK(cudaMalloc(&dA, nAK * 2));
+    CK(cudaMalloc(&dB[0], nKN * 2));
+    CK(cudaMalloc(&dB[1], nKN * 2));
+    CK(cudaMalloc(&dC, nMN * 4));
+    CK(cudaMalloc(&dRef, nMN * 4));
+    for (int bf = 0; bf < 2; bf++) {
+        fill_rand16(hbuf, nKN, bf);
+        CK(cudaMemcpy(dB[bf], hbuf, nKN * 2, cudaMemcpyHostToDevice));
+    }
+
+    /* cuBLAS dense baselines on random dense A, C in the input dtype (and fp32 for --cf32) */
+    double dense_tf[2], dense_tf32 = 0;
+    for (int bf = 0; bf < 2; bf++) {
+        fill_rand16(hbuf, nAK, bf);
+        CK(cudaMemcpy(dA, hbuf, nAK * 2, cudaMemcpyHostToDevice));
+        gemm_arg g = {h, bf ? CUDA_R_16BF : CUDA_R_16F, bf ? CUDA_R_16BF : CUDA_R_16F, dA, dB[bf], dC,
+                      CUBLAS_COMPUTE_32F};
+        double mn, ms = time_it(run_gemm, &g, &mn);
+        dense_tf[bf] = 2.0 * M_ * N_ * K_ / (ms * 1e-3) * 1e-12;
+        printf("cuBLAS GemmEx %s->%s dense: %.3f ms (min %.3f)  %.1f TFLOPS\n", bf ? "bf16" : "fp16", bf ? "bf16" : "fp16",
+               ms, mn, dense_tf[bf]);
+        if (cf32 && !bf) {
+            g.ct = CUDA_R_32F;
+            ms = time_it(run_gemm, &g, &mn);
+            dense_tf32 = 2.0 * M_ * N_ * K_ / (ms * 1e-3) * 1e-12;
+            printf("cuBLAS GemmEx fp16->fp32 dense: %.3f ms  %.1f TFLOPS\n", ms, dense_tf32);
+        }
+    }
+
+    typedef struct {
+        int b;
+        double d;
+        int skew, bf, b64w, band, nopdl, c32;
+        const char *tag;
+        int bswap, epi, classes, wait0;
+    } cfg;
+    cfg cfgs[64];
+    int nc = 0;
+    const double ds[3] = {0.10, 0.25, 0.50};
+    for (int bi = 0; bi < 2; bi++)
+        for (int di = 0; di < 3; di++)
+            for (int sk = 0; sk < 2; sk++) {
+                if (quick && (sk || di == 1)) continue;
+                cfgs[nc++] = (cfg){bi ? 64 : 128, ds[di], sk, 0, 0, 0, 0, 0, "", 0, 0, 0};
+            }
+    if (!quick) {
+        cfgs[nc++] = (cfg){128, 0.25, 0, 1, 0, 0, 0, 0, "bf16", 0, 0, 0};
+        cfgs[nc++] = (cfg){64, 0.25, 0, 1, 0, 0, 0, 0, "bf16", 0, 0, 0};
+    }
+    if (variants) {
+        cfgs[nc++] = (cfg){128, 0.10, 0, 0, 0, 0, 0, 0, "direct epilogue", 0, 1, 0};
+        cfgs[nc++] = (cfg){128, 0.50, 0, 0, 0, 0, 0, 0, "direct epilogue", 0, 1, 0};
+        cfgs[nc++] = (cfg){64, 0.25, 0, 0, 0, 0, 0, 0, "direct epilogue", 0, 1, 0};
+        cfgs[nc++] = (cfg){64, 0.50, 0, 0, 256, 0, 0, 0, "b64 tile 64x512 direct", 0, 0, 0};
+        cfgs[nc++] = (cfg){128, 0.10, 1, 0, 0, 0, 0, 0, "no length classes", 0, 0, 1};
+        cfgs[nc++] = (cfg){128, 0.25, 1, 0, 0, 0, 0, 0, "no length classes", 0, 0, 1};
+        cfgs[nc++] = (cfg){128, 0.10, 1, 0, 0, 0, 0, 0, "classes 2 bits", 0, 0, 2};
+        cfgs[nc++] = (cfg){64, 0.10, 1, 0, 0, 0, 0, 0, "classes 2 bits", 0, 0, 2};
+        cfgs[nc++] = (cfg){128, 0.50, 0, 0, 0, 32, 0, 0, "band 32MB", 0, 0, 0};
+        cfgs[nc++] = (cfg){128, 0.10, 0, 0, 0, 0, 1, 0, "no PDL", 0, 0, 0};
+        cfgs[nc++] = (cfg){128, 0.10, 0, 0, 0, 0, 0, 0, "repeat", 0, 0, 0};
+        cfgs[nc++] = (cfg){128, 0.10, 0, 0, 0, 0, 0, 0, "wait_group 0", 0, 0, 0, 1};
+        cfgs[nc++] = (cfg){128, 0.50, 0, 0, 0, 0, 0, 0, "wait_group 0", 0, 0, 0, 1};
+        cfgs[nc++] = (cfg){64, 0.50, 0, 0, 0, 0, 0, 0, "wait_group 0", 0, 0, 0, 1};
+    }
+    if (cf32) {
+        cfgs[nc++] = (cfg){128, 0.10, 0, 0, 0, 0, 0, 1, "C fp32", 0, 0, 0};
+        cfgs[nc++] = (cfg){128, 0.50, 0, 0, 0, 0, 0, 1, "C fp32", 0, 0, 0};
+    }
+
+    char table[64][200];
+    int nt = 0;
+    for (int ci = 0; ci < nc; ci++) {
+        cfg c = cfgs[ci];
+        bsk__hopper_tune.b64_wgn = c.b64w;
+        bsk__hopper_tune.band_mb = c.band;
+        bsk__hopper_tune.no_pdl = c.nopdl;
+        bsk__hopper_tune.bdesc_swap = c.bswap;
+        bsk__hopper_tune.epi = c.epi;
+        bsk__hopper_tune.classes = c.classes;
+        bsk__hopper_tune.wait0 = c.wait0;
+        bsk_dtype dt = c.bf ? BSK_BF16 : BSK_F16, ct = c.c32 ? BSK_F32 : dt;
+        bsk_bsr hA, A;
+        CS(bsk_bsr_random(M_, K_, c.b, c.b, c.d, c.skew ? BSK_PATTERN_SKEWED : BSK_PATTERN_UNIFORM, 1000 + ci, dt, &hA));
+        bsk_bsr_stats st;
+        CS(bsk_bsr_stats_get(&hA, &st));
+        CS(bsk_bsr_clone(&hA, BSK_MEM_DEVICE, &A));
+        bsk_dense B = {K_, N_, N_, dt, BSK_MEM_DEVICE, dB[c.bf]}, C = {M_, N_, N_, ct, BSK_MEM_DEVICE, dC};
+        spmm_arg sa = {ctx, &A, &B, &C};
+        /* correctness at full size: cuBLAS on the densified A (fp32 out) vs bsk */
+        CK(cudaMemset(dC, 0xff, nMN * 4)); /* NaN poison */
+        run_spmm(&sa);
+        CS(bsk_synchronize(ctx));
+        const char *kern = bsk_last_kernel(ctx);
+        bsk_dense hD = {M_, K_, K_, dt, BSK_MEM_HOST, hbuf};
+        CS(bsk_bsr_to_dense(&hA, &hD));
+        CK(cudaMemcpy(dA, hbuf, nAK * 2, cudaMemcpyHostToDevice));
+        gemm_arg g = {h, c.bf ? CUDA_R_16BF : CUDA_R_16F, CUDA_R_32F, dA, dB[c.bf], dRef, CUBLAS_COMPUTE_32F};
+        run_gemm(&g);
+        CK(cudaDeviceSynchronize());
+        CK(cudaMemcpy(hC32, dRef, nMN * 4, cudaMemcpyDeviceToHost));
+        CK(cudaMemcpy(hC16, dC, nMN * (c.c32 ? 4 : 2), cudaMemcpyDeviceToHost));
+        double num = 0, den = 0;
+        for (size_t i = 0; i < nMN; i++) {
+            double got = c.c32 ? (double)((float *)hC16)[i] : (double)(c.bf ? bf2f(hC16[i]) : h2f(hC16[i]));
+            double r = hC32[i];
+            num += (got - r) * (got - r);
+            den += r * r;
+        }
+        double err = den > 0 ? sqrt(num / den) : sqrt(num);
+        double mn, ms = time_it(run_spmm, &sa, &mn);
+        double flop = 2.0 * (double)A.nnzb * c.b * c.b * (double)N_;
+        double tf = flop / (ms * 1e-3) * 1e-12;
+        double base = c.c32 ? dense_tf32 : dense_tf[c.bf];
+        snprintf(table[nt++], sizeof table[0], "%4d %5.2f %-7s %-4s %7lld %4lld %8.3f %8.3f %7.1f %6.3f %9.2e %-18s %s",
+                 c.b, c.d, c.skew ? "skewed" : "uniform", c.bf ? "bf16" : "fp16", (long long)A.nnzb, (long long)st.row_max,
+                 ms, mn, tf, tf / base, err, kern, c.tag);
+        printf("%s\n", table[nt - 1]);
+        fflush(stdout);
+        bsk_bsr_free(&A);
+        bsk_bsr_free(&hA);
+    }
+    printf("\n== summary (E = TFLOPS on kept blocks / cuBLAS dense %s: fp16 %.1f, bf16 %.1f TFLOPS)\n", info.name,
+           dense_tf[0], dense_tf[1]);
+    printf("   b     d pattern dt      nnzb rmax   med ms   min ms  TFLOPS      E   rel_err kernel             note\n");
+    for (int i = 0; i < nt; i++) printf("%s\n", table[i]);
+    bsk_destroy(ctx);
+    cublasDestroy(h);
+    return 0;
+}

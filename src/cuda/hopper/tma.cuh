@@ -1,0 +1,22 @@
+/* tma.cuh — host-side creation of TMA tensor maps (CUtensorMap) for the Hopper kernels.
+   The driver's cuTensorMapEncodeTiled is reached through the runtime (cudaGetDriverEntryPointByVersion),
+   so the library needs no -lcuda. Maps are built per call on the host (about a microsecond) and passed to
+   the kernel by value as __grid_constant__ parameters. */
+#ifndef BSK_HOPPER_TMA_CUH
+#define BSK_HOPPER_TMA_CUH
+
+#include <cuda.h> /* CUtensorMap and its enums: header only */
+#include "../cuda_internal.h"
+
+/* A row-major 16-bit matrix of `rows` x `cols` elements (row stride `ld` elements) seen as 2-D tiles of
+   box_rows x box_cols (box_cols * 2 <= 128 bytes), 128-byte swizzled in shared memory. Out-of-range
+   elements of a box read as zero. BSK_ERR_UNSUPPORTED when the driver cannot encode it. */
+bsk_status bsk_hopper_tmap_2d(CUtensorMap *map, const void *base, bsk_dtype t, uint64_t rows, uint64_t cols,
+                              uint64_t ld, uint32_t box_rows, uint32_t box_cols);
+
+/* `count` contiguous row-major rows x cols matrices (BSR values: count = nnzb blocks) as a 3-D tensor
+   [count][rows][cols], boxes of 1 x box_rows x box_cols, 128-byte swizzled. */
+bsk_status bsk_hopper_tmap_3d(CUtensorMap *map, const void *base, bsk_dtype t, uint64_t count, uint64_t rows,
+                              uint64_t cols, uint32_t box_rows, uint32_t box_cols);
+
+#endif

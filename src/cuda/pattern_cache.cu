@@ -1,0 +1,221 @@
+/* pattern_cache.cu — the transpose index of a device BSR pattern (for each block column, its blocks in
+   block-row order), built on the GPU without host synchronisation and kept in a small per-context LRU.
+
+   Build, all on ctx->stream:
+     1. count:   cursor[c] = number of blocks p with col_idx[p] == c (blocks with a column outside [0, nb) are
+                 skipped; integer atomics, so the counts are exact and deterministic)
+     2. scan:    t_ptr = exclusive prefix sum of the counts (one CTA), cursor[c] = t_ptr[c]
+     3. scatter: each kept block p takes a slot of its column with an atomic on cursor[c] (order arbitrary)
+     4. sort:    each column's segment sorted by p, so the order — and every sum the op-T kernels form over it —
+                 is deterministic; for a valid pattern p order is block-row order. t_row[q] = the block row of
+                 t_blk[q], found by binary search over row_ptr (in range for any row_ptr).
+   Every slot written is inside the column's range, so a malformed pattern gives wrong but in-bounds lists. */
+#include <stdint.h>
+#include "cuda_internal.h"
+#include "portable/portable_common.cuh"
+
+#define SCAN_THREADS 1024
+#define SORT_THREADS 512
+#define SORT_SMEM 4096 /* segments up to this length are sorted in shared memory (bitonic) */
+
+__global__ void tindex_count(const int32_t *__restrict__ col_idx, int64_t nnzb, int64_t nb, int32_t *cursor)
+{
+    for (int64_t p = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; p < nnzb; p += (int64_t)gridDim.x * blockDim.x) {
+        int32_t c = col_idx[p];
+        if (c >= 0 && c < nb) atomicAdd(&cursor[c], 1);
+    }
+}
+
+/* One CTA: exclusive scan of cursor[0..nb) into t_ptr[0..nb]; cursor[c] becomes t_ptr[c]. */
+__global__ void __launch_bounds__(SCAN_THREADS) tindex_scan(int32_t *cursor, int32_t *t_ptr, int64_t nb)
+{
+    __shared__ int32_t warp_sums[SCAN_THREADS / 32];
+    __shared__ int32_t carry_s;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    int32_t carry = 0;
+    for (int64_t base = 0; base < nb; base += SCAN_THREADS) {
+        int64_t c = base + threadIdx.x;
+        int32_t v = c < nb ? cursor[c] : 0, x = v;
+        for (int o = 1; o < 32; o <<= 1) {
+            int32_t y = __shfl_up_sync(0xffffffffu, x, o);
+            if (lane >= o) x += y;
+        }
+        if (lane == 31) warp_sums[warp] = x;
+        __syncthreads();
+        if (warp == 0) {
+            int32_t w = warp_sums[lane], z = w;
+            for (int o = 1; o < 32; o <<= 1) {
+                int32_t y = __shfl_up_sync(0xffffffffu, z, o);
+                if (lane >= o) z += y;
+            }
+            warp_sums[lane] = z - w; /* exclusive prefix of the warp totals */
+            if (lane == 31) carry_s = z;
+        }
+        __syncthreads();
+        int32_t excl = carry + warp_sums[warp] + x - v;
+        if (c < nb) {
+            t_ptr[c] = excl;
+            cursor[c] = excl;
+        }
+        carry += carry_s;
+        __syncthreads(); /* warp_sums and carry_s are rewritten next round */
+    }
+    if (threadIdx.x == 0) t_ptr[nb] = carry;
+}
+
+__global__ void tindex_scatter(const int32_t *__restrict__ col_idx, int64_t nnzb, int64_t nb, int32_t *cursor,
+                               int32_t *tmp)
+{
+    for (int64_t p = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; p < nnzb; p += (int64_t)gridDim.x * blockDim.x) {
+        int32_t c = col_idx[p];
+        if (c >= 0 && c < nb) tmp[atomicAdd(&cursor[c], 1)] = (int32_t)p;
+    }
+}
+
+/* One CTA per column (grid-stride): sort the segment's block numbers (they sit in t_row as scratch) into
+   t_blk, then write their block rows into t_row. */
+__global__ void __launch_bounds__(SORT_THREADS) tindex_sort(const int32_t *__restrict__ row_ptr, int64_t mb,
+                                                            int64_t nnzb, int64_t nb, const int32_t *__restrict__ t_ptr,
+                                                            int32_t *t_row, int32_t *t_blk)
+{
+    __shared__ int32_t s[SORT_SMEM];
+    for (int64_t col = blockIdx.x; col < nb; col += gridDim.x) {
+        int64_t a = t_ptr[col], e = t_ptr[col + 1], L = e - a;
+        if (L <= 0) continue;
+        if (L <= SORT_SMEM) {
+            int n = 1;
+            while (n < L) n <<= 1;
+            for (int i = threadIdx.x; i < n; i += blockDim.x) s[i] = i < L ? t_row[a + i] : INT32_MAX;
+            __syncthreads();
+            for (int k = 2; k <= n; k <<= 1)
+                for (int j = k >> 1; j > 0; j >>= 1) {
+                    for (int i = threadIdx.x; i < n; i += blockDim.x) {
+                        int ij = i ^ j;
+                        if (ij > i) {
+                            int32_t x = s[i], y = s[ij];
+                            if ((x > y) == ((i & k) == 0)) { s[i] = y; s[ij] = x; }
+                        }
+                    }
+                    __syncthreads();
+                }
+            for (int i = threadIdx.x; i < L; i += blockDim.x) t_blk[a + i] = s[i];
+        } else {
+            /* long column: rank sort straight from global memory (keys are distinct block numbers) */
+            for (int64_t i = threadIdx.x; i < L; i += blockDim.x) {
+                int32_t v = t_row[a + i];
+                int64_t rank = 0;
+                for (int64_t u = 0; u < L; u++) rank += t_row[a + u] < v;
+                t_blk[a + rank] = v;
+            }
+        }
+        __syncthreads(); /* every read of the scratch in t_row is done before it is overwritten */
+        for (int64_t i = threadIdx.x; i < L; i += blockDim.x)
+            t_row[a + i] = (int32_t)bsk_row_of(row_ptr, mb, nnzb, t_blk[a + i]);
+        __syncthreads(); /* s is reused by the next column */
+    }
+}
+
+static bsk_status build(bsk_context *ctx, struct bsk_cuda_state *st, struct bsk_tindex_entry *en, const bsk_bsr *A,
+                        int64_t mb, int64_t nb)
+{
+    cudaStream_t stream = (cudaStream_t)ctx->stream;
+    int64_t nnzb = A->nnzb;
+    size_t words = 2 * (size_t)(nb + 1) + 2 * (size_t)nnzb;
+    int32_t *mem = NULL;
+    bsk_status s = bsk_cuda_status(cudaMallocAsync((void **)&mem, words * sizeof(int32_t), stream));
+    if (s) return s;
+    int32_t *t_ptr = mem, *cursor = mem + (nb + 1), *t_row = cursor + (nb + 1), *t_blk = t_row + nnzb;
+    const int32_t *ci = A->col_idx;
+    unsigned g = (unsigned)((nnzb + 255) / 256);
+    unsigned gmax = (unsigned)st->sms * 8;
+    if (g > gmax) g = gmax;
+    if (g < 1) g = 1;
+    s = bsk_cuda_status(cudaMemsetAsync(cursor, 0, (size_t)(nb + 1) * sizeof(int32_t), stream));
+    if (!s) {
+        tindex_count<<<g, 256, 0, stream>>>(ci, nnzb, nb, cursor);
+        tindex_scan<<<1, SCAN_THREADS, 0, stream>>>(cursor, t_ptr, nb);
+        tindex_scatter<<<g, 256, 0, stream>>>(ci, nnzb, nb, cursor, t_row);
+        unsigned gs = (unsigned)(nb < (int64_t)st->sms * 16 ? nb : (int64_t)st->sms * 16);
+        tindex_sort<<<gs < 1 ? 1 : gs, SORT_THREADS, 0, stream>>>(A->row_ptr, mb, nnzb, nb, t_ptr, t_row, t_blk);
+        s = BSK_CUDA_LAUNCH_CHECK();
+    }
+    if (!s && !en->ev) s = bsk_cuda_status(cudaEventCreateWithFlags(&en->ev, cudaEventDisableTiming));
+    if (!s) s = bsk_cuda_status(cudaEventRecord(en->ev, stream));
+    if (s) {
+        (void)cudaFreeAsync(mem, stream);
+        return s;
+    }
+    en->row_ptr = A->row_ptr;
+    en->col_idx = A->col_idx;
+    en->mb = mb;
+    en->nb = nb;
+    en->nnzb = nnzb;
+    en->mem = mem;
+    return BSK_SUCCESS;
+}
+
+static void view(const struct bsk_tindex_entry *en, int slot, bsk_tindex *ti)
+{
+    ti->t_ptr = en->mem;
+    ti->t_row = en->mem + 2 * (en->nb + 1);
+    ti->t_blk = ti->t_row + en->nnzb;
+    ti->slot = slot;
+}
+
+bsk_status bsk_cuda_tindex_get(bsk_context *ctx, const bsk_bsr *A, bsk_tindex *ti)
+{
+    ti->t_ptr = ti->t_row = ti->t_blk = NULL;
+    ti->slot = -1;
+    if (A->nnzb == 0) return BSK_SUCCESS;
+    struct bsk_cuda_state *st = bsk_cuda_state_get(ctx);
+    if (!st) return BSK_ERR_OUT_OF_MEMORY;
+    int64_t mb = bsk_bsr_mb(A), nb = bsk_bsr_nb(A);
+    cudaStream_t stream = (cudaStream_t)ctx->stream;
+    int victim = 0;
+    for (int i = 0; i < BSK_TINDEX_SLOTS; i++) {
+        struct bsk_tindex_entry *en = &st->tindex[i];
+        if (en->used && en->mem && en->row_ptr == A->row_ptr && en->col_idx == A->col_idx && en->mb == mb &&
+            en->nb == nb && en->nnzb == A->nnzb) {
+            /* built (or last used) perhaps on another stream: order this stream after it */
+            bsk_status s = bsk_cuda_status(cudaStreamWaitEvent(stream, en->ev, 0));
+            if (s) return s;
+            en->used = ++st->tindex_clock;
+            view(en, i, ti);
+            return BSK_SUCCESS;
+        }
+        if (st->tindex[i].used < st->tindex[victim].used) victim = i;
+    }
+    struct bsk_tindex_entry *en = &st->tindex[victim];
+    if (en->mem) {
+        /* evict: the free waits for the last kernels that read it, whatever stream they ran on */
+        (void)cudaStreamWaitEvent(stream, en->ev, 0);
+        (void)cudaFreeAsync(en->mem, stream);
+        en->mem = NULL;
+        en->used = 0;
+    }
+    bsk_status s = build(ctx, st, en, A, mb, nb);
+    if (s) return s;
+    en->used = ++st->tindex_clock;
+    view(en, victim, ti);
+    return BSK_SUCCESS;
+}
+
+void bsk_cuda_tindex_done(bsk_context *ctx, const bsk_tindex *ti)
+{
+    if (ti->slot < 0 || !ctx->cuda) return;
+    struct bsk_tindex_entry *en = &ctx->cuda->tindex[ti->slot];
+    if (en->ev) (void)cudaEventRecord(en->ev, (cudaStream_t)ctx->stream);
+}
+
+void bsk_cuda_pattern_cache_release(struct bsk_cuda_state *st)
+{
+    for (int i = 0; i < BSK_TINDEX_SLOTS; i++) {
+        struct bsk_tindex_entry *en = &st->tindex[i];
+        if (en->ev) (void)cudaEventSynchronize(en->ev);
+        if (en->mem) (void)cudaFree(en->mem);
+        if (en->ev) (void)cudaEventDestroy(en->ev);
+        en->mem = NULL;
+        en->ev = NULL;
+        en->used = 0;
+    }
+}

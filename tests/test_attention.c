@@ -1,0 +1,845 @@
+/* test_attention.c — block-sparse attention forward and the top-k block gate, against a float64 reference
+   of masked attention written from the definition (the mask expanded element by element from the layout's
+   lists, kv_len and the causal rule), and a brute-force gate. CPU tests: attn_*; GPU tests: gpu_attn_*
+   (they SKIP without a device). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "harness.h"
+#include "../src/internal.h"
+#include "../src/attention/attention_internal.h"
+
+/* ------------------------------------------------------------------ fixtures */
+
+enum { BSHD = 0, BHSD = 1 };
+
+typedef struct tensor_buf {
+    bsk_attn_tensor t;
+    void *host;   /* the whole buffer, host */
+    int64_t elems;
+} tensor_buf;
+
+/* A random (or NaN-poisoned) tensor in either order; `pad` extra elements after each row (keeps the
+   16-byte row alignment the tensor-core kernel wants when pad % 8 == 0). */
+static tensor_buf make_tensor(int64_t B, int64_t S, int64_t H, int64_t D, bsk_dtype dt, int order, int64_t pad,
+                              bsk_rng *r, int poison)
+{
+    tensor_buf tb;
+    tb.t.batch = B; tb.t.seq = S; tb.t.heads = H; tb.t.dim = D;
+    tb.t.dtype = dt; tb.t.mem = BSK_MEM_HOST;
+    if (order == BSHD) {
+        tb.t.stride_head = D;
+        tb.t.stride_seq = H * D + pad;
+        tb.t.stride_batch = S * tb.t.stride_seq;
+    } else {
+        tb.t.stride_seq = D + pad;
+        tb.t.stride_head = S * tb.t.stride_seq;
+        tb.t.stride_batch = H * tb.t.stride_head;
+    }
+    tb.elems = B * tb.t.stride_batch + 8;
+    tb.host = malloc((size_t)tb.elems * bsk_dtype_size(dt));
+    for (int64_t i = 0; i < tb.elems; i++) bsk__store(tb.host, dt, i, poison ? NAN : bsk_rng_sym(r));
+    tb.t.data = tb.host;
+    return tb;
+}
+
+static int64_t tidx(const bsk_attn_tensor *t, int64_t b, int64_t s, int64_t h, int64_t d)
+{
+    return b * t->stride_batch + s * t->stride_seq + h * t->stride_head + d;
+}
+
+/* float64 reference: O[((b*SQ + q)*H + h)*D + d], lse[(b*H + h)*SQ + q]. */
+static void ref_attention(const bsk_attention_params *p, double *O, double *lse)
+{
+    const bsk_attn_layout *L = p->layout;
+    const bsk_attn_tensor *Q = &p->q, *K = &p->k, *V = &p->v;
+    int64_t B = Q->batch, H = Q->heads, HK = K->heads, SQ = Q->seq, SK = K->seq, D = Q->dim;
+    int64_t mq = bsk_attn_layout_mq(L);
+    double scale = p->scale != 0.0f ? p->scale : 1.0 / sqrt((double)D);
+    uint8_t *allowed = (uint8_t *)malloc((size_t)SK + 1);
+    double *s = (double *)malloc((size_t)(SK + 1) * sizeof(double)), *qd = (double *)malloc((size_t)D * sizeof(double));
+    double *kd = (double *)malloc((size_t)(SK * D + 1) * sizeof(double)), *vd = (double *)malloc((size_t)(SK * D + 1) * sizeof(double));
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t h = 0; h < H; h++) {
+            int64_t hk = h / (H / HK), l = bsk__attn_layout_index(L, b, h);
+            int64_t kv_len = p->kv_lens ? p->kv_lens[b] : SK;
+            for (int64_t k = 0; k < SK; k++)
+                for (int64_t d = 0; d < D; d++) {
+                    kd[k * D + d] = bsk__load(K->data, K->dtype, tidx(K, b, k, hk, d));
+                    vd[k * D + d] = bsk__load(V->data, V->dtype, tidx(V, b, k, hk, d));
+                }
+            for (int64_t q = 0; q < SQ; q++) {
+                int64_t row = l * mq + q / L->block_q;
+                for (int64_t d = 0; d < D; d++) qd[d] = bsk__load(Q->data, Q->dtype, tidx(Q, b, q, h, d));
+                memset(allowed, 0, (size_t)SK + 1);
+                for (int list = 0; list < 2; list++) {
+                    int32_t n = list ? L->part_count[row] : L->full_count[row];
+                    const int32_t *idx = (list ? L->part_idx : L->full_idx) + row * L->capacity;
+                    for (int32_t a = 0; a < n; a++)
+                        for (int64_t k = (int64_t)idx[a] * L->block_k; k < ((int64_t)idx[a] + 1) * L->block_k && k < SK; k++)
+                            allowed[k] = 1;
+                }
+                double mx = -INFINITY;
+                for (int64_t k = 0; k < SK; k++) {
+                    if (k >= kv_len || (p->causal && k > q + p->causal_offset)) allowed[k] = 0;
+                    if (!allowed[k]) continue;
+                    double acc = 0;
+                    for (int64_t d = 0; d < D; d++) acc += qd[d] * kd[k * D + d];
+                    s[k] = acc * scale;
+                    if (s[k] > mx) mx = s[k];
+                }
+                double sum = 0;
+                double *o = O + ((b * SQ + q) * H + h) * D;
+                for (int64_t d = 0; d < D; d++) o[d] = 0;
+                for (int64_t k = 0; k < SK; k++) {
+                    if (!allowed[k]) continue;
+                    double e = exp(s[k] - mx);
+                    sum += e;
+                    for (int64_t d = 0; d < D; d++) o[d] += e * vd[k * D + d];
+                }
+                if (sum > 0) for (int64_t d = 0; d < D; d++) o[d] /= sum;
+                lse[(b * H + h) * SQ + q] = sum > 0 ? mx + log(sum) : -INFINITY;
+            }
+        }
+    free(allowed); free(s); free(qd); free(kd); free(vd);
+}
+
+/* Every element of O and lse (host copies) against the reference; rows with nothing to attend to must be
+   exactly O = 0, lse = -inf. Returns the relative error of O. */
+static double check_result(bsk_test_ctx *t, const bsk_attn_tensor *o, const float *lse, const double *O,
+                           const double *lse_ref, double tol, const char *what)
+{
+    int64_t B = o->batch, SQ = o->seq, H = o->heads, D = o->dim, bad_empty = 0, bad_lse = 0;
+    double num = 0, den = 0;
+    int nonfinite = 0;
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t q = 0; q < SQ; q++)
+            for (int64_t h = 0; h < H; h++) {
+                double lr = lse_ref[(b * H + h) * SQ + q];
+                float lg = lse[(b * H + h) * SQ + q];
+                if (isinf(lr)) { if (!(isinf(lg) && lg < 0)) bad_lse++; }
+                else if (!(fabs(lg - lr) <= 2e-3 * (1.0 + fabs(lr)))) bad_lse++;
+                for (int64_t d = 0; d < D; d++) {
+                    double g = bsk__load(o->data, o->dtype, tidx(o, b, q, h, d)), r = O[((b * SQ + q) * H + h) * D + d];
+                    if (!isfinite(g)) nonfinite = 1;
+                    if (isinf(lr) && g != 0.0) bad_empty++;
+                    num += (g - r) * (g - r);
+                    den += r * r;
+                }
+            }
+    double err = nonfinite ? NAN : (den > 0 ? sqrt(num / den) : sqrt(num));
+    if (!(err <= tol) || bad_empty || bad_lse)
+        fprintf(stderr, "  [%s] rel err %.3e (tol %.1e), %lld non-zero empty-row outputs, %lld bad lse\n", what, err, tol,
+                (long long)bad_empty, (long long)bad_lse);
+    CHECK_REL(err, tol);
+    CHECK(bad_empty == 0);
+    CHECK(bad_lse == 0);
+    return err;
+}
+
+static float *lse_poison(int64_t n)
+{
+    float *p = (float *)malloc((size_t)(n + 1) * sizeof(float));
+    for (int64_t i = 0; i <= n; i++) p[i] = NAN;
+    return p;
+}
+
+/* A random per-(batch, head) layout from a block mask with about `density` of the tiles; query block
+   `empty_qb` (if >= 0) of layout 0 gets no tiles at all. */
+static bsk_status random_layout(int64_t SQ, int64_t SK, int32_t bq, int32_t bk, int32_t lb, int32_t lh, double density,
+                                int causal, int64_t off, int64_t empty_qb, bsk_rng *r, bsk_attn_layout *out)
+{
+    int64_t mq = (SQ + bq - 1) / bq, nb = (SK + bk - 1) / bk, n = (int64_t)lb * lh * mq * nb;
+    uint8_t *mask = (uint8_t *)malloc((size_t)n + 1);
+    for (int64_t x = 0; x < n; x++) mask[x] = bsk_rng_uniform(r) < density;
+    if (empty_qb >= 0 && empty_qb < mq) memset(mask + empty_qb * nb, 0, (size_t)nb);
+    bsk_status s = bsk_attn_layout_from_mask(SQ, SK, bq, bk, lb, lh, mask, causal, off, out);
+    free(mask);
+    return s;
+}
+
+/* One attention problem, built on the host. */
+typedef struct problem {
+    tensor_buf q, k, v, o;
+    float *lse;
+    bsk_attn_layout layout;
+    int32_t *kv_lens;
+    bsk_attention_params p;
+    double *O_ref, *lse_ref;
+} problem;
+
+typedef struct spec {
+    int64_t B, H, HK, SQ, SK, D;
+    int32_t bq, bk;
+    bsk_dtype dt;
+    int order, causal;
+    int64_t off;
+    int kind;          /* 0 dense, 1 causal builder, 2 local+global, 3 random per head, 4 random shared */
+    int kv_lens;       /* random per-batch key lengths (2: and batch 0 has none) */
+    int64_t pad;
+    int64_t empty_qb;  /* kind 3/4: a query block with no tiles */
+} spec;
+
+static bsk_status problem_make(problem *P, const spec *sp, bsk_rng *r)
+{
+    memset(P, 0, sizeof *P);
+    P->q = make_tensor(sp->B, sp->SQ, sp->H, sp->D, sp->dt, sp->order, sp->pad, r, 0);
+    P->k = make_tensor(sp->B, sp->SK, sp->HK, sp->D, sp->dt, sp->order, sp->pad, r, 0);
+    P->v = make_tensor(sp->B, sp->SK, sp->HK, sp->D, sp->dt, sp->order, sp->pad, r, 0);
+    P->o = make_tensor(sp->B, sp->SQ, sp->H, sp->D, sp->dt, sp->order ^ 1, sp->pad, r, 1); /* O in the other order */
+    P->lse = lse_poison(sp->B * sp->H * sp->SQ);
+    bsk_status s;
+    switch (sp->kind) {
+    case 0: s = bsk_attn_layout_dense(sp->SQ, sp->SK, sp->bq, sp->bk, &P->layout); break;
+    case 1: s = bsk_attn_layout_causal(sp->SQ, sp->SK, sp->bq, sp->bk, sp->off, &P->layout); break;
+    case 2: s = bsk_attn_layout_local(sp->SQ, sp->SK, sp->bq, sp->bk, 1, 1, 1, sp->causal, sp->off, &P->layout); break;
+    case 3: s = random_layout(sp->SQ, sp->SK, sp->bq, sp->bk, (int32_t)sp->B, (int32_t)sp->H, 0.4, sp->causal, sp->off,
+                              sp->empty_qb, r, &P->layout); break;
+    default: s = random_layout(sp->SQ, sp->SK, sp->bq, sp->bk, 1, 1, 0.5, sp->causal, sp->off, sp->empty_qb, r, &P->layout); break;
+    }
+    if (s) return s;
+    if (sp->kv_lens) {
+        P->kv_lens = (int32_t *)malloc((size_t)sp->B * 4);
+        for (int64_t b = 0; b < sp->B; b++) P->kv_lens[b] = (int32_t)bsk_rng_int(r, b == 0 ? 0 : 1, sp->SK);
+        if (sp->kv_lens == 2) P->kv_lens[0] = 0; /* a batch entry with no keys at all */
+    }
+    P->p.q = P->q.t; P->p.k = P->k.t; P->p.v = P->v.t; P->p.o = P->o.t;
+    P->p.lse = P->lse;
+    P->p.layout = &P->layout;
+    P->p.kv_lens = P->kv_lens;
+    P->p.scale = 0.0f;
+    P->p.causal = sp->causal;
+    P->p.causal_offset = sp->off;
+    P->O_ref = (double *)malloc((size_t)(sp->B * sp->SQ * sp->H * sp->D + 1) * sizeof(double));
+    P->lse_ref = (double *)malloc((size_t)(sp->B * sp->H * sp->SQ + 1) * sizeof(double));
+    ref_attention(&P->p, P->O_ref, P->lse_ref);
+    return BSK_SUCCESS;
+}
+
+static void problem_free(problem *P)
+{
+    free(P->q.host); free(P->k.host); free(P->v.host); free(P->o.host);
+    free(P->lse); free(P->kv_lens); free(P->O_ref); free(P->lse_ref);
+    bsk_attn_layout_free(&P->layout);
+}
+
+static double tol_for(bsk_dtype dt, int gpu)
+{
+    double t = dt == BSK_F32 ? 1e-5 : dt == BSK_F16 ? 2e-3 : 1e-2;
+    return gpu ? 2 * t : t; /* the GPU also rounds P to the input type before P·V */
+}
+
+static void run_cpu_spec(bsk_test_ctx *t, const spec *sp, const char *what)
+{
+    bsk_context *ctx;
+    REQUIRE_OK(bsk_create(&ctx, BSK_BACKEND_CPU));
+    problem P;
+    bsk_status s = problem_make(&P, sp, bsk_test_rng());
+    CHECK_STATUS(s, BSK_SUCCESS);
+    if (!s) {
+        CHECK_STATUS(bsk_attention_forward(ctx, &P.p), BSK_SUCCESS);
+        check_result(t, &P.o.t, P.lse, P.O_ref, P.lse_ref, tol_for(sp->dt, 0), what);
+        CHECK(strcmp(bsk_last_kernel(ctx), "cpu-attention") == 0);
+    }
+    problem_free(&P);
+    bsk_destroy(ctx);
+}
+
+/* ------------------------------------------------------------------ CPU tests */
+
+BSK_TEST(attn_dense_bshd_f16_odd_length)
+{
+    spec sp = {.B = 2, .H = 3, .HK = 3, .SQ = 100, .SK = 100, .D = 64, .bq = 32, .bk = 32, .dt = BSK_F16, .order = BSHD,
+                .kind = 0, .empty_qb = -1};
+    run_cpu_spec(t, &sp, "dense bshd f16");
+}
+
+BSK_TEST(attn_causal_bhsd_bf16_mixed_blocks)
+{
+    spec sp = {.B = 1, .H = 2, .HK = 2, .SQ = 77, .SK = 77, .D = 128, .bq = 16, .bk = 32, .dt = BSK_BF16, .order = BHSD,
+                .causal = 1, .kind = 1, .pad = 8, .empty_qb = -1};
+    run_cpu_spec(t, &sp, "causal bhsd bf16");
+}
+
+BSK_TEST(attn_causal_bottom_right_offset)
+{
+    /* a KV cache: 40 new queries against 100 keys, bottom-right aligned */
+    spec sp = {.B = 2, .H = 2, .HK = 1, .SQ = 40, .SK = 100, .D = 64, .bq = 16, .bk = 16, .dt = BSK_F16, .order = BSHD,
+                .causal = 1, .off = 60, .kind = 1, .empty_qb = -1};
+    run_cpu_spec(t, &sp, "causal offset");
+}
+
+BSK_TEST(attn_local_global_layout)
+{
+    spec sp = {.B = 1, .H = 2, .HK = 2, .SQ = 150, .SK = 150, .D = 64, .bq = 16, .bk = 16, .dt = BSK_BF16, .order = BSHD,
+                .kind = 2, .empty_qb = -1};
+    run_cpu_spec(t, &sp, "local+global");
+    spec sc = {.B = 1, .H = 2, .HK = 2, .SQ = 150, .SK = 150, .D = 64, .bq = 16, .bk = 16, .dt = BSK_BF16, .order = BHSD,
+                .causal = 1, .kind = 2, .empty_qb = -1};
+    run_cpu_spec(t, &sc, "local+global causal");
+}
+
+BSK_TEST(attn_random_per_head_gqa_kvlens_empty_rows)
+{
+    spec sp = {.B = 2, .H = 4, .HK = 2, .SQ = 90, .SK = 130, .D = 64, .bq = 16, .bk = 32, .dt = BSK_F16, .order = BHSD,
+                .kind = 3, .kv_lens = 2, .pad = 8, .empty_qb = 2};
+    run_cpu_spec(t, &sp, "random gqa kv_lens");
+    spec sc = {.B = 2, .H = 4, .HK = 1, .SQ = 90, .SK = 90, .D = 64, .bq = 32, .bk = 16, .dt = BSK_BF16, .order = BSHD,
+                .causal = 1, .kind = 4, .kv_lens = 1, .empty_qb = 1};
+    run_cpu_spec(t, &sc, "random shared causal mqa");
+}
+
+BSK_TEST(attn_f32_and_scale)
+{
+    bsk_context *ctx;
+    REQUIRE_OK(bsk_create(&ctx, BSK_BACKEND_CPU));
+    spec sp = {.B = 1, .H = 2, .HK = 2, .SQ = 50, .SK = 70, .D = 40, .bq = 16, .bk = 16, .dt = BSK_F32, .order = BSHD,
+                .kind = 4, .empty_qb = -1};
+    problem P;
+    REQUIRE_OK(problem_make(&P, &sp, bsk_test_rng()));
+    P.p.scale = 0.37f;
+    ref_attention(&P.p, P.O_ref, P.lse_ref);
+    CHECK_STATUS(bsk_attention_forward(ctx, &P.p), BSK_SUCCESS);
+    check_result(t, &P.o.t, P.lse, P.O_ref, P.lse_ref, 1e-5, "f32 scale");
+    problem_free(&P);
+    bsk_destroy(ctx);
+}
+
+/* Packed QKV: q, k, v are slices of one [B, S, 3, H, D] buffer (stride_seq = 3*H*D). */
+BSK_TEST(attn_packed_qkv_strides)
+{
+    bsk_context *ctx;
+    REQUIRE_OK(bsk_create(&ctx, BSK_BACKEND_CPU));
+    int64_t B = 2, S = 65, H = 2, D = 64;
+    bsk_rng *r = bsk_test_rng();
+    int64_t n = B * S * 3 * H * D;
+    uint16_t *qkv = (uint16_t *)malloc((size_t)n * 2);
+    for (int64_t i = 0; i < n; i++) qkv[i] = bsk__float_to_half(bsk_rng_sym(r));
+    tensor_buf o = make_tensor(B, S, H, D, BSK_F16, BSHD, 0, r, 1);
+    bsk_attention_params p;
+    memset(&p, 0, sizeof p);
+    bsk_attn_tensor base = {B, S, H, D, S * 3 * H * D, 3 * H * D, D, BSK_F16, BSK_MEM_HOST, qkv};
+    p.q = base; p.k = base; p.v = base;
+    p.k.data = qkv + H * D;
+    p.v.data = qkv + 2 * H * D;
+    p.o = o.t;
+    float *lse = lse_poison(B * H * S);
+    p.lse = lse;
+    bsk_attn_layout L;
+    REQUIRE_OK(bsk_attn_layout_causal(S, S, 16, 16, 0, &L));
+    p.layout = &L;
+    p.causal = 1;
+    double *O = (double *)malloc((size_t)(B * S * H * D) * sizeof(double)), *lr = (double *)malloc((size_t)(B * H * S) * sizeof(double));
+    ref_attention(&p, O, lr);
+    CHECK_STATUS(bsk_attention_forward(ctx, &p), BSK_SUCCESS);
+    check_result(t, &o.t, lse, O, lr, 2e-3, "packed qkv");
+    /* O overlapping an input is refused */
+    bsk_attention_params bad = p;
+    bad.o = base;
+    CHECK_STATUS(bsk_attention_forward(ctx, &bad), BSK_ERR_INVALID_ARGUMENT);
+    free(O); free(lr); free(lse); free(qkv); free(o.host);
+    bsk_attn_layout_free(&L);
+    bsk_destroy(ctx);
+}
+
+BSK_TEST(attn_layout_builders)
+{
+    bsk_attn_layout L;
+    /* dense 100 x 70 at 32 x 32: 4 x 3 tiles; the last key block (64..95 > 70) is partial */
+    REQUIRE_OK(bsk_attn_layout_dense(100, 70, 32, 32, &L));
+    int64_t nf = -1, np = -1;
+    CHECK_STATUS(bsk_attn_layout_tiles(&L, &nf, &np), BSK_SUCCESS);
+    CHECK(nf == 8 && np == 4);
+    CHECK_STATUS(bsk_attn_layout_validate(&L), BSK_SUCCESS);
+    /* malformed lists */
+    L.full_idx[1] = L.full_idx[0];
+    CHECK_STATUS(bsk_attn_layout_validate(&L), BSK_ERR_INVALID_BSR);
+    L.full_idx[1] = 1;
+    L.part_idx[0] = 0; /* tile 0 now in both lists */
+    CHECK_STATUS(bsk_attn_layout_validate(&L), BSK_ERR_INVALID_BSR);
+    L.part_idx[0] = 2;
+    L.full_count[0] = 4; /* past capacity */
+    CHECK_STATUS(bsk_attn_layout_validate(&L), BSK_ERR_INVALID_BSR);
+    L.full_count[0] = 2;
+    CHECK_STATUS(bsk_attn_layout_validate(&L), BSK_SUCCESS);
+    bsk_attn_layout_free(&L);
+    CHECK(L.full_count == NULL);
+    /* causal 128 x 128 at 32: 4 diagonal partial tiles, 6 full below */
+    REQUIRE_OK(bsk_attn_layout_causal(128, 128, 32, 32, 0, &L));
+    CHECK_STATUS(bsk_attn_layout_tiles(&L, &nf, &np), BSK_SUCCESS);
+    CHECK(nf == 6 && np == 4);
+    for (int i = 0; i < 4; i++) CHECK(L.part_count[i] == 1 && L.part_idx[i * L.capacity] == i && L.full_count[i] == i);
+    bsk_attn_layout_free(&L);
+    /* local: window 1 each side + 1 global block, 8 x 8 blocks */
+    REQUIRE_OK(bsk_attn_layout_local(256, 256, 32, 32, 1, 1, 1, 0, 0, &L));
+    CHECK(L.full_count[0] == 8);                       /* a global query block sees everything */
+    CHECK(L.full_count[5] == 4 && L.full_idx[5 * L.capacity] == 0 && L.full_idx[5 * L.capacity + 1] == 4);
+    bsk_attn_layout_free(&L);
+    /* bad arguments */
+    CHECK_STATUS(bsk_attn_layout_dense(100, 70, 0, 32, &L), BSK_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(bsk_attn_layout_dense(100, 70, 32, 2048, &L), BSK_ERR_OVERFLOW);
+    CHECK_STATUS(bsk_attn_layout_alloc(100, 70, 32, 32, 1, 1, 4, BSK_MEM_HOST, &L), BSK_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(bsk_attn_layout_local(64, 64, 32, 32, -1, 0, 0, 0, 0, &L), BSK_ERR_INVALID_ARGUMENT);
+}
+
+BSK_TEST(attn_validation_outputs_untouched)
+{
+    bsk_context *ctx;
+    REQUIRE_OK(bsk_create(&ctx, BSK_BACKEND_CPU));
+    spec sp = {.B = 2, .H = 4, .HK = 2, .SQ = 40, .SK = 40, .D = 64, .bq = 16, .bk = 16, .dt = BSK_F16, .order = BSHD,
+                .kind = 0, .empty_qb = -1};
+    problem P;
+    REQUIRE_OK(problem_make(&P, &sp, bsk_test_rng()));
+    size_t ob = (size_t)P.o.elems * 2;
+    void *before = malloc(ob);
+    memcpy(before, P.o.host, ob);
+    bsk_attention_params b;
+#define EXPECT(mod, want)                                                                                 \
+    do { b = P.p; mod; CHECK_STATUS(bsk_attention_forward(ctx, &b), want);                                 \
+         CHECK(memcmp(before, P.o.host, ob) == 0); CHECK(isnan(P.lse[0])); } while (0)
+    EXPECT(b.layout = NULL, BSK_ERR_NULL_POINTER);
+    EXPECT(b.q.data = NULL, BSK_ERR_NULL_POINTER);
+    EXPECT(b.q.dtype = (bsk_dtype)9, BSK_ERR_INVALID_ARGUMENT);
+    EXPECT(b.k.dtype = BSK_BF16, BSK_ERR_UNSUPPORTED);
+    EXPECT(b.q.dim = 600; b.k.dim = 600; b.v.dim = 600; b.o.dim = 600, BSK_ERR_UNSUPPORTED);
+    EXPECT(b.v.dim = 32, BSK_ERR_SHAPE_MISMATCH);
+    EXPECT(b.k.heads = 3; b.v.heads = 3, BSK_ERR_SHAPE_MISMATCH);   /* 4 % 3 != 0 */
+    EXPECT(b.o.seq = 39, BSK_ERR_SHAPE_MISMATCH);
+    EXPECT(b.k.seq = 39; b.v.seq = 39, BSK_ERR_SHAPE_MISMATCH);      /* layout says 40 */
+    EXPECT(b.q.stride_seq = -1, BSK_ERR_INVALID_ARGUMENT);
+    EXPECT(b.o.stride_head = 0, BSK_ERR_INVALID_ARGUMENT);           /* O writes an element twice */
+    EXPECT(b.causal = 2, BSK_ERR_INVALID_ARGUMENT);
+    EXPECT(b.scale = NAN, BSK_ERR_INVALID_ARGUMENT);
+    EXPECT(b.causal_offset = (int64_t)1 << 40, BSK_ERR_INVALID_ARGUMENT);
+    EXPECT(b.q.data = (char *)P.q.host + 1, BSK_ERR_MISALIGNED);
+    EXPECT(b.q.mem = BSK_MEM_DEVICE, BSK_ERR_WRONG_LOCATION);
+    EXPECT(b.lse = (float *)P.o.host, BSK_ERR_INVALID_ARGUMENT);     /* lse overlaps O */
+    int32_t lens[2] = {10, 41};
+    EXPECT(b.kv_lens = lens, BSK_ERR_INVALID_ARGUMENT);
+    bsk_attn_layout bad = P.layout;
+    b = P.p;
+    bad.batch = 3;
+    b.layout = &bad;
+    CHECK_STATUS(bsk_attention_forward(ctx, &b), BSK_ERR_SHAPE_MISMATCH);
+    bad = P.layout;
+    int32_t keep = bad.full_idx[1];
+    bad.full_idx[1] = 99;
+    CHECK_STATUS(bsk_attention_forward(ctx, &b), BSK_ERR_INVALID_BSR);
+    bad.full_idx[1] = keep;
+    CHECK(memcmp(before, P.o.host, ob) == 0);
+    /* a CUDA-only context refuses host operands (when it can be created at all) */
+    bsk_context *cu;
+    if (bsk_create(&cu, BSK_BACKEND_CUDA) == BSK_SUCCESS) {
+        CHECK_STATUS(bsk_attention_forward(cu, &P.p), BSK_ERR_WRONG_LOCATION);
+        bsk_destroy(cu);
+    }
+#undef EXPECT
+    free(before);
+    problem_free(&P);
+    bsk_destroy(ctx);
+}
+
+/* ------------------------------------------------------------------ gate */
+
+typedef struct gate_case {
+    int64_t B, H, HK, SQ, SK, D;
+    int32_t bq, bk, top_k;
+    int causal, keep_first, keep_diag, kv_lens, proj;
+    bsk_dtype dt;
+} gate_case;
+
+/* Brute force from the definition in float64: pooled means, optional projections, scores; then check
+   that `L` keeps exactly the forced candidates plus the best others (ties resolved either way within a
+   hair), and classifies each kept tile by the mask rules. */
+static void check_gate(bsk_test_ctx *t, const bsk_topk_params *p, const bsk_attn_layout *L)
+{
+    const bsk_attn_tensor *Q = &p->q, *K = &p->k;
+    int64_t B = Q->batch, H = Q->heads, HK = K->heads, D = Q->dim, SQ = Q->seq, SK = K->seq;
+    int64_t bq = L->block_q, bk = L->block_k, mq = bsk_attn_layout_mq(L), nb = bsk_attn_layout_nb(L);
+    int64_t P = p->w_q ? p->w_q->cols : D;
+    double *pq = (double *)malloc((size_t)P * 8), *pk = (double *)malloc((size_t)(nb * P + 1) * 8);
+    double *mean = (double *)malloc((size_t)D * 8), *sc = (double *)malloc((size_t)(nb + 1) * 8);
+    uint8_t *kept = (uint8_t *)malloc((size_t)nb + 1);
+    int bad = 0;
+    for (int64_t b = 0; b < B; b++) {
+        int64_t kv_len = p->kv_lens ? p->kv_lens[b] : SK;
+        for (int64_t h = 0; h < H; h++) {
+            int64_t hk = h / (H / HK);
+            for (int64_t j = 0; j < nb; j++) {
+                int64_t k0 = j * bk, k1 = k0 + bk < kv_len ? k0 + bk : kv_len;
+                for (int64_t d = 0; d < D; d++) {
+                    double s = 0;
+                    for (int64_t k = k0; k < k1; k++) s += bsk__load(K->data, K->dtype, tidx(K, b, k, hk, d));
+                    mean[d] = k1 > k0 ? s / (double)(k1 - k0) : 0;
+                }
+                for (int64_t e = 0; e < P; e++) {
+                    double acc = 0;
+                    if (!p->w_k) acc = mean[e];
+                    else for (int64_t d = 0; d < D; d++) acc += mean[d] * bsk__load(p->w_k->data, p->w_k->dtype, d * p->w_k->ld + e);
+                    pk[j * P + e] = acc;
+                }
+            }
+            for (int64_t i = 0; i < mq; i++) {
+                int64_t q0 = i * bq, q1 = q0 + bq < SQ ? q0 + bq : SQ, row = (b * H + h) * mq + i;
+                for (int64_t d = 0; d < D; d++) {
+                    double s = 0;
+                    for (int64_t q = q0; q < q1; q++) s += bsk__load(Q->data, Q->dtype, tidx(Q, b, q, h, d));
+                    mean[d] = s / (double)(q1 - q0);
+                }
+                for (int64_t e = 0; e < P; e++) {
+                    double acc = 0;
+                    if (!p->w_q) acc = mean[e];
+                    else for (int64_t d = 0; d < D; d++) acc += mean[d] * bsk__load(p->w_q->data, p->w_q->dtype, d * p->w_q->ld + e);
+                    pq[e] = acc;
+                }
+                /* candidates and forced blocks straight from the documented rules */
+                int64_t ncand = 0, qlast = q1 - 1;
+                memset(kept, 0, (size_t)nb + 1);
+                for (int64_t j = 0; j < nb; j++) {
+                    int cand = j * bk < kv_len && (!p->causal || j * bk <= qlast + p->causal_offset);
+                    sc[j] = NAN;
+                    if (!cand) continue;
+                    ncand++;
+                    double acc = 0;
+                    for (int64_t e = 0; e < P; e++) acc += pq[e] * pk[j * P + e];
+                    sc[j] = acc;
+                }
+                int32_t nf = L->full_count[row], np = L->part_count[row];
+                for (int list = 0; list < 2; list++) {
+                    int32_t n = list ? np : nf;
+                    const int32_t *idx = (list ? L->part_idx : L->full_idx) + row * L->capacity;
+                    for (int32_t a = 0; a < n; a++) {
+                        int64_t j = idx[a];
+                        if (j < 0 || j >= nb || kept[j] || isnan(sc[j]) || (a > 0 && idx[a] <= idx[a - 1])) { bad++; continue; }
+                        kept[j] = 1;
+                        int need = (j + 1) * bk > kv_len || (p->causal && (j + 1) * bk - 1 > q0 + p->causal_offset);
+                        if (need != list) bad++;
+                    }
+                }
+                int64_t want = ncand < p->top_k ? ncand : p->top_k;
+                if (nf + np != want) bad++;
+                int64_t key = qlast + p->causal_offset < kv_len - 1 ? qlast + p->causal_offset : kv_len - 1;
+                int64_t jd = key >= 0 ? key / bk : -1;
+                if (p->keep_first && !isnan(sc[0]) && !kept[0]) bad++;
+                if (p->keep_diagonal && jd >= 0 && !isnan(sc[jd]) && !kept[jd]) bad++;
+                double min_kept = INFINITY, max_left = -INFINITY;
+                for (int64_t j = 0; j < nb; j++) {
+                    if (isnan(sc[j])) continue;
+                    int forced = (p->keep_first && j == 0) || (p->keep_diagonal && j == jd);
+                    if (forced) continue;
+                    if (kept[j]) { if (sc[j] < min_kept) min_kept = sc[j]; }
+                    else if (sc[j] > max_left) max_left = sc[j];
+                }
+                /* the gate pools in fp32, this reference in fp64: near-ties may go either way */
+                if (min_kept < max_left - 1e-4 * (1 + fabs(max_left))) bad++;
+            }
+        }
+    }
+    if (bad) fprintf(stderr, "  gate: %d problems\n", bad);
+    CHECK(bad == 0);
+    free(pq); free(pk); free(mean); free(sc); free(kept);
+}
+
+typedef struct gate_problem {
+    tensor_buf q, k;
+    bsk_dense wq, wk;
+    int32_t *kv_lens;
+    bsk_topk_params p;
+} gate_problem;
+
+static void gate_make(gate_problem *G, const gate_case *c, bsk_rng *r, int order)
+{
+    memset(G, 0, sizeof *G);
+    G->q = make_tensor(c->B, c->SQ, c->H, c->D, c->dt, order, 0, r, 0);
+    G->k = make_tensor(c->B, c->SK, c->HK, c->D, c->dt, order, 0, r, 0);
+    G->p.q = G->q.t;
+    G->p.k = G->k.t;
+    G->p.top_k = c->top_k;
+    G->p.causal = c->causal;
+    G->p.keep_first = c->keep_first;
+    G->p.keep_diagonal = c->keep_diag;
+    if (c->kv_lens) {
+        G->kv_lens = (int32_t *)malloc((size_t)c->B * 4);
+        for (int64_t b = 0; b < c->B; b++) G->kv_lens[b] = (int32_t)bsk_rng_int(r, 1, c->SK);
+        G->p.kv_lens = G->kv_lens;
+    }
+    if (c->proj) {
+        G->wq = bsk_test_dense(c->D, 24, 3, BSK_F32, r);
+        G->wk = bsk_test_dense(c->D, 24, 0, BSK_BF16, r);
+        G->p.w_q = &G->wq;
+        G->p.w_k = &G->wk;
+    }
+}
+
+static void gate_free(gate_problem *G)
+{
+    free(G->q.host); free(G->k.host); free(G->kv_lens);
+    if (G->p.w_q) { bsk_test_dense_free(&G->wq); bsk_test_dense_free(&G->wk); }
+}
+
+static const gate_case gate_cases[] = {
+    {2, 4, 2, 200, 200, 64, 32, 32, 3, 0, 0, 0, 0, 0, BSK_F16},
+    {2, 4, 2, 200, 200, 64, 32, 32, 3, 1, 1, 1, 0, 0, BSK_BF16},
+    {1, 2, 1, 130, 300, 128, 64, 64, 2, 0, 1, 1, 1, 0, BSK_F16},
+    {2, 2, 2, 257, 257, 64, 64, 32, 4, 1, 0, 1, 1, 1, BSK_BF16},
+    {1, 3, 3, 100, 100, 32, 16, 16, 20, 1, 1, 0, 0, 1, BSK_F32},
+};
+
+BSK_TEST(attn_topk_cpu_vs_brute_force)
+{
+    bsk_context *ctx;
+    REQUIRE_OK(bsk_create(&ctx, BSK_BACKEND_CPU));
+    for (size_t ci = 0; ci < sizeof gate_cases / sizeof gate_cases[0]; ci++) {
+        const gate_case *c = &gate_cases[ci];
+        gate_problem G;
+        gate_make(&G, c, bsk_test_rng(), (int)(ci & 1));
+        int64_t nb = (c->SK + c->bk - 1) / c->bk;
+        bsk_attn_layout L;
+        REQUIRE_OK(bsk_attn_layout_alloc(c->SQ, c->SK, c->bq, c->bk, (int32_t)c->B, (int32_t)c->H,
+                                         (int32_t)(c->top_k < nb ? c->top_k : nb), BSK_MEM_HOST, &L));
+        for (int64_t x = 0; x < bsk__attn_layout_rows(&L); x++) L.full_count[x] = L.part_count[x] = -7; /* poison */
+        CHECK_STATUS(bsk_topk_block_layout(ctx, &G.p, &L), BSK_SUCCESS);
+        CHECK_STATUS(bsk_attn_layout_validate(&L), BSK_SUCCESS);
+        check_gate(t, &G.p, &L);
+        /* errors leave the layout alone */
+        bsk_topk_params bad = G.p;
+        bad.top_k = 0;
+        int32_t fc0 = L.full_count[0];
+        CHECK_STATUS(bsk_topk_block_layout(ctx, &bad, &L), BSK_ERR_INVALID_ARGUMENT);
+        bad = G.p;
+        bad.keep_first = bad.keep_diagonal = 1;
+        bad.top_k = 1;
+        CHECK_STATUS(bsk_topk_block_layout(ctx, &bad, &L), BSK_ERR_INVALID_ARGUMENT);
+        CHECK(L.full_count[0] == fc0);
+        /* the gate's layout feeds the attention directly */
+        if (ci == 1) {
+            tensor_buf v = make_tensor(c->B, c->SK, c->HK, c->D, c->dt, 1, 0, bsk_test_rng(), 0);
+            tensor_buf o = make_tensor(c->B, c->SQ, c->H, c->D, c->dt, 0, 0, bsk_test_rng(), 1);
+            float *lse = lse_poison(c->B * c->H * c->SQ);
+            bsk_attention_params ap;
+            memset(&ap, 0, sizeof ap);
+            ap.q = G.q.t; ap.k = G.k.t; ap.v = v.t; ap.o = o.t; ap.lse = lse; ap.layout = &L; ap.causal = c->causal;
+            double *O = (double *)malloc((size_t)(c->B * c->SQ * c->H * c->D) * 8), *lr = (double *)malloc((size_t)(c->B * c->H * c->SQ) * 8);
+            ref_attention(&ap, O, lr);
+            CHECK_STATUS(bsk_attention_forward(ctx, &ap), BSK_SUCCESS);
+            check_result(t, &o.t, lse, O, lr, tol_for(c->dt, 0), "gate -> attention");
+            free(O); free(lr); free(lse); free(v.host); free(o.host);
+        }
+        bsk_attn_layout_free(&L);
+        gate_free(&G);
+    }
+    bsk_destroy(ctx);
+}
+
+/* ------------------------------------------------------------------ GPU */
+
+static int gpu_ctx(bsk_context **ctx) { return bsk_create(ctx, BSK_BACKEND_CUDA) == BSK_SUCCESS; }
+
+static void *to_dev(const void *h, size_t bytes)
+{
+    void *d = NULL;
+    if (bsk_cuda_malloc(&d, bytes ? bytes : 1)) return NULL;
+    if (bsk_cuda_memcpy(d, h, bytes, 1, 0)) { bsk_cuda_free(d); return NULL; }
+    return d;
+}
+
+/* Run P on the device (uploading everything; O and lse start as NaN there too), copy O and lse back into
+   P's host buffers. */
+static bsk_status run_on_device(bsk_context *ctx, problem *P)
+{
+    size_t es = bsk_dtype_size(P->q.t.dtype);
+    int64_t nl = P->q.t.batch * P->q.t.heads * P->q.t.seq;
+    void *dq = to_dev(P->q.host, (size_t)P->q.elems * es), *dk = to_dev(P->k.host, (size_t)P->k.elems * es);
+    void *dv = to_dev(P->v.host, (size_t)P->v.elems * es), *dout = to_dev(P->o.host, (size_t)P->o.elems * es);
+    float *dl = (float *)to_dev(P->lse, (size_t)nl * 4);
+    int32_t *dlen = P->kv_lens ? (int32_t *)to_dev(P->kv_lens, (size_t)P->q.t.batch * 4) : NULL;
+    bsk_attn_layout DL;
+    memset(&DL, 0, sizeof DL);
+    bsk_status s = bsk_attn_layout_clone(&P->layout, BSK_MEM_DEVICE, &DL);
+    if (!s && (!dq || !dk || !dv || !dout || !dl || (P->kv_lens && !dlen))) s = BSK_ERR_OUT_OF_MEMORY;
+    if (!s) {
+        bsk_attention_params d = P->p;
+        d.q.data = dq; d.k.data = dk; d.v.data = dv; d.o.data = dout; d.lse = dl; d.kv_lens = dlen; d.layout = &DL;
+        d.q.mem = d.k.mem = d.v.mem = d.o.mem = BSK_MEM_DEVICE;
+        s = bsk_attention_forward(ctx, &d);
+        if (!s) s = bsk_synchronize(ctx);
+        if (!s) s = bsk_cuda_memcpy(P->o.host, dout, (size_t)P->o.elems * es, 0, 1);
+        if (!s) s = bsk_cuda_memcpy(P->lse, dl, (size_t)nl * 4, 0, 1);
+    }
+    bsk_cuda_free(dq); bsk_cuda_free(dk); bsk_cuda_free(dv); bsk_cuda_free(dout); bsk_cuda_free(dl); bsk_cuda_free(dlen);
+    bsk_attn_layout_free(&DL);
+    return s;
+}
+
+static void gpu_spec(bsk_test_ctx *t, bsk_context *ctx, const spec *sp, int simt, const char *want_kernel, const char *what)
+{
+    problem P;
+    bsk_status s = problem_make(&P, sp, bsk_test_rng());
+    CHECK_STATUS(s, BSK_SUCCESS);
+    /* 128-row query blocks have several builds of the tensor-core kernel: check each */
+    int variants = !simt && sp->bq == 128 ? 3 : 1;
+    for (int var = 0; var < variants && !s; var++) {
+        for (int64_t x = 0; x < P.o.elems; x++) bsk__store(P.o.host, P.o.t.dtype, x, NAN);
+        for (int64_t x = 0; x < sp->B * sp->H * sp->SQ; x++) P.lse[x] = NAN;
+        bsk__attention_force_simt(simt);
+        bsk__attn_variant = var;
+        bsk_status rs = run_on_device(ctx, &P);
+        bsk__attn_variant = 0;
+        bsk__attention_force_simt(0);
+        CHECK_STATUS(rs, BSK_SUCCESS);
+        if (!rs) {
+            char label[160];
+            snprintf(label, sizeof label, "%s [%s variant %d]", what, bsk_last_kernel(ctx), var);
+            check_result(t, &P.o.t, P.lse, P.O_ref, P.lse_ref, tol_for(sp->dt, 1), label);
+            if (want_kernel && strcmp(bsk_last_kernel(ctx), want_kernel) != 0) {
+                fprintf(stderr, "  [%s] ran %s, expected %s\n", what, bsk_last_kernel(ctx), want_kernel);
+                CHECK(0);
+            }
+        }
+    }
+    problem_free(&P);
+}
+
+BSK_TEST(gpu_attn_mma_grid)
+{
+    bsk_context *ctx;
+    if (!gpu_ctx(&ctx)) SKIP("no CUDA device");
+    /* every dtype x head dim x query block x causal, with key block, order, layout kind, GQA, kv_lens and
+       odd lengths varied across the grid */
+    int n = 0;
+    for (int dt = 0; dt < 2; dt++)
+        for (int D = 64; D <= 128; D += 64)
+            for (int bq = 64; bq <= 128; bq += 64)
+                for (int causal = 0; causal < 2; causal++, n++) {
+                    spec sp;
+                    memset(&sp, 0, sizeof sp);
+                    sp.B = 2; sp.H = 4; sp.HK = n % 3 == 0 ? 1 : (n % 3 == 1 ? 2 : 4);
+                    sp.SQ = 200 + 37 * (n % 4); sp.SK = n % 5 == 0 ? sp.SQ + 70 : sp.SQ;
+                    sp.D = D; sp.bq = bq; sp.bk = (n & 2) ? 128 : 64;
+                    sp.dt = dt ? BSK_BF16 : BSK_F16;
+                    sp.order = n & 1; sp.causal = causal;
+                    sp.off = sp.SK - sp.SQ;
+                    sp.kind = causal ? (n % 4 == 1 ? 1 : 2 + (n % 3)) : (n % 4 == 0 ? 0 : 2 + (n % 3));
+                    sp.kv_lens = n % 3 == 2;
+                    sp.pad = (n % 4 == 3) ? 8 : 0;
+                    sp.empty_qb = 1;
+                    char what[96];
+                    snprintf(what, sizeof what, "%s D%d bq%d bk%d causal%d kind%d hk%lld order%d", dt ? "bf16" : "f16", D,
+                             bq, sp.bk, causal, sp.kind, (long long)sp.HK, sp.order);
+                    gpu_spec(t, ctx, &sp, 0, "cuda-attention-mma", what);
+                }
+    bsk_destroy(ctx);
+}
+
+BSK_TEST(gpu_attn_simt_and_fallbacks)
+{
+    bsk_context *ctx;
+    if (!gpu_ctx(&ctx)) SKIP("no CUDA device");
+    /* the CUDA-core kernel on a case the tensor cores also take */
+    spec a = {.B = 2, .H = 4, .HK = 2, .SQ = 150, .SK = 190, .D = 128, .bq = 64, .bk = 64, .dt = BSK_BF16, .order = BSHD,
+              .causal = 1, .off = 40, .kind = 3, .kv_lens = 1, .empty_qb = 1};
+    gpu_spec(t, ctx, &a, 1, "cuda-attention-simt", "simt forced");
+    /* cases only the CUDA-core kernel takes: odd dim, small blocks, f32, unaligned strides */
+    spec b = {.B = 1, .H = 2, .HK = 1, .SQ = 77, .SK = 77, .D = 40, .bq = 16, .bk = 32, .dt = BSK_F16, .order = BHSD,
+              .causal = 1, .kind = 1, .empty_qb = -1};
+    gpu_spec(t, ctx, &b, 0, "cuda-attention-simt", "dim 40 blocks 16x32");
+    spec c = {.B = 2, .H = 2, .HK = 2, .SQ = 60, .SK = 90, .D = 64, .bq = 32, .bk = 32, .dt = BSK_F32, .order = BSHD,
+              .kind = 3, .kv_lens = 1, .empty_qb = 0};
+    gpu_spec(t, ctx, &c, 0, "cuda-attention-simt", "f32");
+    spec d = {.B = 1, .H = 2, .HK = 2, .SQ = 100, .SK = 100, .D = 64, .bq = 64, .bk = 64, .dt = BSK_F16, .order = BSHD,
+              .kind = 0, .pad = 3, .empty_qb = -1};
+    gpu_spec(t, ctx, &d, 0, "cuda-attention-simt", "stride not a multiple of 8");
+    bsk_destroy(ctx);
+}
+
+BSK_TEST(gpu_attn_empty_and_sparse_extremes)
+{
+    bsk_context *ctx;
+    if (!gpu_ctx(&ctx)) SKIP("no CUDA device");
+    /* a layout with no tiles at all: every row O = 0, lse = -inf */
+    spec e = {.B = 1, .H = 2, .HK = 2, .SQ = 130, .SK = 130, .D = 64, .bq = 64, .bk = 64, .dt = BSK_F16, .order = BSHD,
+              .kind = 4, .empty_qb = 0};
+    problem P;
+    REQUIRE_OK(problem_make(&P, &e, bsk_test_rng()));
+    for (int64_t x = 0; x < bsk__attn_layout_rows(&P.layout); x++) P.layout.full_count[x] = P.layout.part_count[x] = 0;
+    ref_attention(&P.p, P.O_ref, P.lse_ref);
+    CHECK_STATUS(run_on_device(ctx, &P), BSK_SUCCESS);
+    check_result(t, &P.o.t, P.lse, P.O_ref, P.lse_ref, 1e-6, "no tiles");
+    problem_free(&P);
+    /* kv_lens including 0 (batch 0) with a causal bottom-right layout */
+    spec k = {.B = 3, .H = 2, .HK = 1, .SQ = 64, .SK = 300, .D = 128, .bq = 64, .bk = 128, .dt = BSK_BF16, .order = BHSD,
+              .causal = 1, .off = 236, .kind = 1, .kv_lens = 2, .empty_qb = -1};
+    gpu_spec(t, ctx, &k, 0, "cuda-attention-mma", "kv_lens with zero");
+    bsk_destroy(ctx);
+}
+
+BSK_TEST(gpu_attn_validation)
+{
+    bsk_context *ctx;
+    if (!gpu_ctx(&ctx)) SKIP("no CUDA device");
+    spec sp = {.B = 1, .H = 2, .HK = 2, .SQ = 64, .SK = 64, .D = 64, .bq = 64, .bk = 64, .dt = BSK_F16, .order = BSHD,
+                .kind = 0, .empty_qb = -1};
+    problem P;
+    REQUIRE_OK(problem_make(&P, &sp, bsk_test_rng()));
+    void *dq = to_dev(P.q.host, (size_t)P.q.elems * 2);
+    bsk_attention_params b = P.p;
+    b.q.data = dq;
+    b.q.mem = BSK_MEM_DEVICE;
+    CHECK_STATUS(bsk_attention_forward(ctx, &b), BSK_ERR_WRONG_LOCATION); /* mixed sides */
+    b = P.p;
+    b.q.data = dq; /* device pointer described as host */
+    CHECK_STATUS(bsk_attention_forward(ctx, &b), BSK_ERR_WRONG_LOCATION);
+    bsk_cuda_free(dq);
+    problem_free(&P);
+    bsk_destroy(ctx);
+}
+
+BSK_TEST(gpu_attn_topk_matches_cpu)
+{
+    bsk_context *ctx, *cpu;
+    if (!gpu_ctx(&ctx)) SKIP("no CUDA device");
+    REQUIRE_OK(bsk_create(&cpu, BSK_BACKEND_CPU));
+    for (size_t ci = 0; ci < sizeof gate_cases / sizeof gate_cases[0]; ci++) {
+        const gate_case *c = &gate_cases[ci];
+        gate_problem G;
+        gate_make(&G, c, bsk_test_rng(), (int)(ci & 1));
+        int64_t nb = (c->SK + c->bk - 1) / c->bk, cap = c->top_k < nb ? c->top_k : nb;
+        bsk_attn_layout H, D, back;
+        REQUIRE_OK(bsk_attn_layout_alloc(c->SQ, c->SK, c->bq, c->bk, (int32_t)c->B, (int32_t)c->H, (int32_t)cap, BSK_MEM_HOST, &H));
+        REQUIRE_OK(bsk_attn_layout_alloc(c->SQ, c->SK, c->bq, c->bk, (int32_t)c->B, (int32_t)c->H, (int32_t)cap, BSK_MEM_DEVICE, &D));
+        CHECK_STATUS(bsk_topk_block_layout(cpu, &G.p, &H), BSK_SUCCESS);
+        size_t es = bsk_dtype_size(c->dt);
+        bsk_topk_params dp = G.p;
+        dp.q.data = to_dev(G.q.host, (size_t)G.q.elems * es);
+        dp.k.data = to_dev(G.k.host, (size_t)G.k.elems * es);
+        dp.q.mem = dp.k.mem = BSK_MEM_DEVICE;
+        dp.kv_lens = G.kv_lens ? (const int32_t *)to_dev(G.kv_lens, (size_t)c->B * 4) : NULL;
+        bsk_dense wq = G.wq, wk = G.wk;
+        if (G.p.w_q) {
+            wq.data = to_dev(G.wq.data, (size_t)(wq.rows * wq.ld) * bsk_dtype_size(wq.dtype));
+            wk.data = to_dev(G.wk.data, (size_t)(wk.rows * wk.ld) * bsk_dtype_size(wk.dtype));
+            wq.mem = wk.mem = BSK_MEM_DEVICE;
+            dp.w_q = &wq;
+            dp.w_k = &wk;
+        }
+        CHECK_STATUS(bsk_topk_block_layout(ctx, &dp, &D), BSK_SUCCESS);
+        CHECK(strcmp(bsk_last_kernel(ctx), "cuda-topk") == 0);
+        CHECK_STATUS(bsk_synchronize(ctx), BSK_SUCCESS);
+        REQUIRE_OK(bsk_attn_layout_clone(&D, BSK_MEM_HOST, &back));
+        int64_t rows = bsk__attn_layout_rows(&H), diff = 0;
+        for (int64_t r = 0; r < rows; r++) {
+            if (H.full_count[r] != back.full_count[r] || H.part_count[r] != back.part_count[r]) { diff++; continue; }
+            for (int32_t a = 0; a < H.full_count[r]; a++) diff += H.full_idx[r * cap + a] != back.full_idx[r * cap + a];
+            for (int32_t a = 0; a < H.part_count[r]; a++) diff += H.part_idx[r * cap + a] != back.part_idx[r * cap + a];
+        }
+        if (diff) fprintf(stderr, "  gate case %zu: %lld differences GPU vs CPU\n", ci, (long long)diff);
+        CHECK(diff == 0);
+        check_gate(t, &G.p, &back);
+        bsk_cuda_free(dp.q.data); bsk_cuda_free(dp.k.data); bsk_cuda_free((void *)dp.kv_lens);
+        if (G.p.w_q) { bsk_cuda_free(wq.data); bsk_cuda_free(wk.data); }
+        bsk_attn_layout_free(&H); bsk_attn_layout_free(&D); bsk_attn_layout_free(&back);
+        gate_free(&G);
+    }
+    bsk_destroy(cpu);
+    bsk_destroy(ctx);
+}

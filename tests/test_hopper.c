@@ -1,0 +1,288 @@
+/* test_hopper.c — the Hopper (sm_90a) TMA + wgmma SpMM through the public API, against the float64
+   reference. Every test SKIPs without a CUDA device or on a device that is not compute capability 9.0.
+   Each case draws fresh random A, B (and C when beta != 0), poisons C otherwise, runs on the device and
+   checks every element, that the padding between cols and ld is untouched, and that the Hopper kernel ran. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "harness.h"
+
+#ifdef BSK_WITH_CUDA
+#include <cuda_runtime.h>
+
+/* Internal tuning knobs of src/cuda/hopper/spmm_hopper.cu (only to force many items per CTA below). */
+struct bsk_hopper_tune_s {
+    int b64_wgn, band_mb, no_pdl, max_ctas, bdesc_swap, epi, classes, wait0;
+};
+extern struct bsk_hopper_tune_s bsk__hopper_tune;
+
+/* NULL when the Hopper path can run here; otherwise why the test skips. */
+static const char *hopper_skip_reason(bsk_context **ctx)
+{
+    bsk_device_info info;
+    if (bsk_device_query(&info) != BSK_SUCCESS) return "no CUDA device";
+    if (info.cc_major != 9 || info.cc_minor != 0) return "device is not compute capability 9.0";
+    if (bsk_create(ctx, BSK_BACKEND_CUDA) != BSK_SUCCESS) return "no CUDA context";
+    return NULL;
+}
+
+static void *dev_copy(const void *h, size_t bytes)
+{
+    void *d = NULL;
+    if (cudaMalloc(&d, bytes ? bytes : 1) != cudaSuccess) return NULL;
+    if (bytes && cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice) != cudaSuccess) {
+        cudaFree(d);
+        return NULL;
+    }
+    return d;
+}
+
+static size_t dense_bytes(const bsk_dense *D) { return (size_t)(D->rows * D->ld) * bsk_dtype_size(D->dtype); }
+
+/* Run C = alpha*A*B + beta*C on the device for host A (any builder) and compare with the reference.
+   Returns the relative error (NaN on any failure, after recording it). */
+static double run_device_case(bsk_test_ctx *t, bsk_context *ctx, const bsk_bsr *A, int64_t N, int64_t padB,
+                              int64_t padC, bsk_dtype ct, float alpha, float beta, int expect_hopper)
+{
+    bsk_rng *r = bsk_test_rng();
+    bsk_dense B = bsk_test_dense(A->cols, N, padB, A->dtype, r);
+    bsk_dense C = beta != 0.0f ? bsk_test_dense(A->rows, N, padC, ct, r) : bsk_test_dense_poison(A->rows, N, padC, ct);
+    double *ref = (double *)malloc((size_t)(A->rows * N + 1) * sizeof(double));
+    bsk_ref_spmm(BSK_OP_N, alpha, A, &B, beta, &C, ref);
+
+    double err = NAN;
+    bsk_bsr dA;
+    memset(&dA, 0, sizeof dA);
+    bsk_dense dB = B, dC = C;
+    dB.mem = dC.mem = BSK_MEM_DEVICE;
+    dB.data = dev_copy(B.data, dense_bytes(&B));
+    dC.data = dev_copy(C.data, dense_bytes(&C));
+    void *back = malloc(dense_bytes(&C) + 1);
+    if (bsk_bsr_clone(A, BSK_MEM_DEVICE, &dA) != BSK_SUCCESS || !dB.data || !dC.data || !back) {
+        t->failed++;
+        fprintf(stderr, "  device setup failed\n");
+        goto done;
+    }
+    bsk_status s = bsk_spmm(ctx, BSK_OP_N, alpha, &dA, &dB, beta, &dC);
+    CHECK_STATUS(s, BSK_SUCCESS);
+    CHECK_STATUS(bsk_synchronize(ctx), BSK_SUCCESS);
+    if (s != BSK_SUCCESS) goto done;
+    if (expect_hopper && strncmp(bsk_last_kernel(ctx), "hopper-wgmma", 12) != 0) {
+        t->failed++;
+        fprintf(stderr, "  last kernel %s, want hopper-wgmma-*\n", bsk_last_kernel(ctx));
+    }
+    if (cudaMemcpy(back, dC.data, dense_bytes(&C), cudaMemcpyDeviceToHost) != cudaSuccess) {
+        t->failed++;
+        goto done;
+    }
+    {
+        bsk_dense got = C;
+        got.data = back;
+        err = bsk_rel_err_dense(&got, ref);
+        /* padding columns [cols, ld) must keep their old bytes (NaN poison or random values) */
+        size_t es = bsk_dtype_size(ct);
+        int pad_ok = 1;
+        for (int64_t i = 0; i < C.rows && pad_ok; i++)
+            if (C.ld > C.cols &&
+                memcmp((char *)back + (size_t)(i * C.ld + C.cols) * es, (char *)C.data + (size_t)(i * C.ld + C.cols) * es,
+                       (size_t)(C.ld - C.cols) * es) != 0)
+                pad_ok = 0;
+        CHECK(pad_ok);
+        CHECK_REL(err, bsk_tol(A->dtype, ct));
+    }
+done:
+    free(back);
+    cudaFree(dB.data);
+    cudaFree(dC.data);
+    bsk_bsr_free(&dA);
+    free(ref);
+    bsk_test_dense_free(&B);
+    bsk_test_dense_free(&C);
+    return err;
+}
+
+static bsk_bsr random_bsr(int64_t M, int64_t K, int b, double d, bsk_pattern pat, bsk_dtype dt)
+{
+    bsk_bsr A;
+    memset(&A, 0, sizeof A);
+    (void)bsk_bsr_random(M, K, b, b, d, pat, bsk_rng_next(bsk_test_rng()), dt, &A);
+    return A;
+}
+
+/* Every block size, input dtype and output dtype, alpha random, beta random and (16-bit C: the TMA-store
+   epilogue) zero, sizes a multiple of nothing. */
+BSK_TEST(gpu_hopper_spmm_dtypes_blocks)
+{
+    bsk_context *ctx = NULL;
+    const char *why = hopper_skip_reason(&ctx);
+    if (why) SKIP(why);
+    const int blocks[2] = {64, 128};
+    const bsk_dtype ins[2] = {BSK_F16, BSK_BF16}, outs[3] = {BSK_F32, BSK_F16, BSK_BF16};
+    bsk_rng *r = bsk_test_rng();
+    for (int bi = 0; bi < 2; bi++)
+        for (int ii = 0; ii < 2; ii++)
+            for (int oi = 0; oi < 3; oi++) {
+                const int b = blocks[bi];
+                int64_t M = 2 * b + bsk_rng_int(r, 1, b), K = 3 * b + bsk_rng_int(r, 1, b);
+                int64_t N = 8 * bsk_rng_int(r, 20, 70);
+                bsk_bsr A = random_bsr(M, K, b, 0.5, BSK_PATTERN_UNIFORM, ins[ii]);
+                for (int z = 0; z < (oi ? 2 : 1); z++) {
+                    float alpha = 0.5f + (float)bsk_rng_uniform(r), beta = z ? 0.0f : bsk_rng_sym(r);
+                    double e = run_device_case(t, ctx, &A, N, 8, 8, outs[oi], alpha, beta, 1);
+                    if (!(e <= bsk_tol(ins[ii], outs[oi])))
+                        fprintf(stderr, "  b=%d in=%d out=%d beta=%g M=%lld N=%lld K=%lld err=%.3e\n", b, (int)ins[ii],
+                                (int)outs[oi], beta, (long long)M, (long long)N, (long long)K, e);
+                }
+                bsk_bsr_free(&A);
+            }
+    bsk_destroy(ctx);
+}
+
+/* M, N, K not multiples of the tile (N odd, K with a partial last block column), beta 0 on NaN C. */
+BSK_TEST(gpu_hopper_spmm_tails)
+{
+    bsk_context *ctx = NULL;
+    const char *why = hopper_skip_reason(&ctx);
+    if (why) SKIP(why);
+    bsk_rng *r = bsk_test_rng();
+    for (int b = 64; b <= 128; b *= 2) {
+        int64_t M = b + bsk_rng_int(r, 1, 2 * b - 1), K = b + bsk_rng_int(r, 1, 2 * b - 1);
+        int64_t N = 2 * bsk_rng_int(r, 100, 300) + 1; /* odd: the last column is written alone */
+        int64_t ldpad = 8 - N % 8;                     /* keeps ld * 2 and ld * 4 multiples of 16 */
+        bsk_bsr A = random_bsr(M, K, b, 0.6, BSK_PATTERN_UNIFORM, BSK_F16);
+        run_device_case(t, ctx, &A, N, ldpad, ldpad, BSK_F32, 1.0f, 0.0f, 1);
+        run_device_case(t, ctx, &A, N, ldpad, ldpad + 8, BSK_F16, -0.75f, 0.5f, 1);
+        run_device_case(t, ctx, &A, N, ldpad, ldpad, BSK_BF16, 1.25f, 0.0f, 1); /* TMA store clips M, N */
+        bsk_bsr_free(&A);
+    }
+    bsk_destroy(ctx);
+}
+
+/* Empty block rows, an all-empty matrix (nnzb = 0: C = beta*C, or 0 with beta = 0), and skewed rows. */
+BSK_TEST(gpu_hopper_spmm_empty_and_skewed)
+{
+    bsk_context *ctx = NULL;
+    const char *why = hopper_skip_reason(&ctx);
+    if (why) SKIP(why);
+    bsk_rng *r = bsk_test_rng();
+    for (int b = 64; b <= 128; b *= 2) {
+        const int64_t M = 5 * b - 7, K = 4 * b + 3, N = 264;
+        const int64_t mb = (M + b - 1) / b, nb = (K + b - 1) / b;
+        bsk_dense D = bsk_test_dense(M, K, 0, BSK_BF16, r);
+        uint8_t *mask = (uint8_t *)calloc((size_t)(mb * nb), 1);
+        for (int64_t i = 0; i < mb; i++)
+            for (int64_t j = 0; j < nb; j++) mask[i * nb + j] = (i % 2 == 1) ? 0 : (bsk_rng_uniform(r) < 0.6);
+        bsk_bsr A, Z;
+        REQUIRE_OK(bsk_bsr_from_mask(&D, b, b, mask, &A));
+        memset(mask, 0, (size_t)(mb * nb));
+        REQUIRE_OK(bsk_bsr_from_mask(&D, b, b, mask, &Z));
+        run_device_case(t, ctx, &A, N, 0, 0, BSK_BF16, 1.0f, 0.0f, 1);
+        run_device_case(t, ctx, &A, N, 0, 0, BSK_F32, 2.0f, -1.0f, 1);
+        run_device_case(t, ctx, &Z, N, 0, 0, BSK_F32, 1.0f, 0.0f, 1);
+        run_device_case(t, ctx, &Z, N, 0, 0, BSK_F16, 1.0f, 0.25f, 1);
+        run_device_case(t, ctx, &Z, N, 0, 0, BSK_F16, 1.0f, 0.0f, 1);
+        bsk_bsr S = random_bsr(12 * b, 10 * b, b, 0.3, BSK_PATTERN_SKEWED, BSK_F16);
+        run_device_case(t, ctx, &S, 520, 0, 0, BSK_F32, 1.0f, 0.0f, 1);
+        bsk_bsr_free(&S);
+        bsk_bsr_free(&A);
+        bsk_bsr_free(&Z);
+        free(mask);
+        bsk_test_dense_free(&D);
+    }
+    bsk_destroy(ctx);
+}
+
+/* A tiny persistent grid: each CTA takes many items in turn, so the ring's phases run on across items,
+   and both tile widths of BM = 64 run. */
+BSK_TEST(gpu_hopper_spmm_persistent_few_ctas)
+{
+    bsk_context *ctx = NULL;
+    const char *why = hopper_skip_reason(&ctx);
+    if (why) SKIP(why);
+    struct bsk_hopper_tune_s saved = bsk__hopper_tune;
+    bsk_rng *r = bsk_test_rng();
+    for (int v = 0; v < 3; v++) {
+        const int b = v == 0 ? 128 : 64;
+        bsk__hopper_tune.max_ctas = 3;
+        bsk__hopper_tune.b64_wgn = v == 2 ? 256 : 128;
+        bsk__hopper_tune.band_mb = v == 1 ? 1 : 0; /* tiny bands: many bands, partial last band */
+        bsk__hopper_tune.classes = v;               /* bit-length classes, none, two bits per class */
+        bsk_bsr A = random_bsr(9 * b - 5, 8 * b, b, 0.45, BSK_PATTERN_SKEWED, v == 2 ? BSK_BF16 : BSK_F16);
+        int64_t N = 8 * bsk_rng_int(r, 90, 140);
+        run_device_case(t, ctx, &A, N, 0, 0, BSK_F32, 1.0f, 0.0f, 1);
+        run_device_case(t, ctx, &A, N, 8, 0, BSK_BF16, 0.5f, 1.0f, 1);
+        run_device_case(t, ctx, &A, N, 0, 8, BSK_F16, 0.5f, 0.0f, 1); /* staging buffer reused item after item */
+        bsk_bsr_free(&A);
+    }
+    bsk__hopper_tune = saved;
+    bsk_destroy(ctx);
+}
+
+/* Malformed device indices (row_ptr past nnzb and decreasing, col_idx out of range) must not fault:
+   the call succeeds (device indices are not validated) and the stream stays healthy. */
+BSK_TEST(gpu_hopper_spmm_malformed_indices_safe)
+{
+    bsk_context *ctx = NULL;
+    const char *why = hopper_skip_reason(&ctx);
+    if (why) SKIP(why);
+    const int b = 64;
+    bsk_bsr A = random_bsr(4 * b, 4 * b, b, 0.5, BSK_PATTERN_UNIFORM, BSK_F16);
+    bsk_bsr dA;
+    REQUIRE_OK(bsk_bsr_clone(&A, BSK_MEM_DEVICE, &dA));
+    int32_t bad_rp[5] = {0, 7, 3, 1000000, -5};
+    int32_t *bad_ci = (int32_t *)malloc((size_t)A.nnzb * 4);
+    for (int64_t k = 0; k < A.nnzb; k++) bad_ci[k] = (k % 3 == 0) ? -1 - (int32_t)k : (k % 3 == 1 ? 1 << 30 : (int32_t)(k % 4));
+    REQUIRE(cudaMemcpy(dA.row_ptr, bad_rp, sizeof bad_rp, cudaMemcpyHostToDevice) == cudaSuccess);
+    REQUIRE(cudaMemcpy(dA.col_idx, bad_ci, (size_t)A.nnzb * 4, cudaMemcpyHostToDevice) == cudaSuccess);
+    bsk_rng *r = bsk_test_rng();
+    bsk_dense B = bsk_test_dense(A.cols, 256, 0, BSK_F16, r), C = bsk_test_dense_poison(A.rows, 256, 0, BSK_F32);
+    bsk_dense dB = B, dC = C;
+    dB.mem = dC.mem = BSK_MEM_DEVICE;
+    dB.data = dev_copy(B.data, dense_bytes(&B));
+    dC.data = dev_copy(C.data, dense_bytes(&C));
+    REQUIRE(dB.data && dC.data);
+    CHECK_STATUS(bsk_spmm(ctx, BSK_OP_N, 1.0f, &dA, &dB, 0.0f, &dC), BSK_SUCCESS);
+    CHECK_STATUS(bsk_synchronize(ctx), BSK_SUCCESS);
+    CHECK(cudaDeviceSynchronize() == cudaSuccess);
+    cudaFree(dB.data);
+    cudaFree(dC.data);
+    free(bad_ci);
+    bsk_test_dense_free(&B);
+    bsk_test_dense_free(&C);
+    bsk_bsr_free(&dA);
+    bsk_bsr_free(&A);
+    bsk_destroy(ctx);
+}
+
+/* Cases the Hopper kernel must decline (the call then goes to another backend or is unsupported). */
+BSK_TEST(gpu_hopper_spmm_declines_unaligned)
+{
+    bsk_context *ctx = NULL;
+    const char *why = hopper_skip_reason(&ctx);
+    if (why) SKIP(why);
+    const int b = 64;
+    bsk_bsr A = random_bsr(2 * b, 2 * b, b, 0.5, BSK_PATTERN_UNIFORM, BSK_F16), dA;
+    REQUIRE_OK(bsk_bsr_clone(&A, BSK_MEM_DEVICE, &dA));
+    bsk_rng *r = bsk_test_rng();
+    bsk_dense B = bsk_test_dense(A.cols, 100, 1, BSK_F16, r), C = bsk_test_dense_poison(A.rows, 100, 0, BSK_F32);
+    bsk_dense dB = B, dC = C; /* ld of B = 101 halves: not a multiple of 16 bytes, TMA cannot describe it */
+    dB.mem = dC.mem = BSK_MEM_DEVICE;
+    dB.data = dev_copy(B.data, dense_bytes(&B));
+    dC.data = dev_copy(C.data, dense_bytes(&C));
+    REQUIRE(dB.data && dC.data);
+    bsk_status s = bsk_spmm(ctx, BSK_OP_N, 1.0f, &dA, &dB, 0.0f, &dC);
+    CHECK(s == BSK_SUCCESS || s == BSK_ERR_UNSUPPORTED);
+    if (s == BSK_SUCCESS) CHECK(strncmp(bsk_last_kernel(ctx), "hopper", 6) != 0);
+    CHECK_STATUS(bsk_synchronize(ctx), BSK_SUCCESS);
+    cudaFree(dB.data);
+    cudaFree(dC.data);
+    bsk_test_dense_free(&B);
+    bsk_test_dense_free(&C);
+    bsk_bsr_free(&dA);
+    bsk_bsr_free(&A);
+    bsk_destroy(ctx);
+}
+
+#else /* built without CUDA: the tests exist and skip */
+BSK_TEST(gpu_hopper_spmm_dtypes_blocks) { SKIP("built without CUDA"); }
+#endif

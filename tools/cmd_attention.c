@@ -1,0 +1,451 @@
+/* cmd_attention.c — `bsk attention` (meant as `bsk bench attention`): block-sparse attention forward on the
+   GPU. Large config B=4 H=16 S=8192 (D=128 and 64, bf16) over densities and causal/non-causal, TFLOPS on
+   kept tiles (4·kept_tiles·bq·bk·D, every (batch, head) layout counted, causal diagonal tiles counted as
+   kept), with cuBLAS dense bf16 GEMM TFLOPS in the same run as the stability reference; the top-k gate's
+   time as a share of the attention time; latency of the small config B=2 H=8 S=512 D=64 fp16. Each
+   timed config is spot-checked against a float64 reference on a few query rows. JSON to
+   bench/results/attention.json (or --json). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cli.h"
+#include "../src/attention/attention_internal.h"
+
+#define MAXD_ATTN_LIST 4
+
+#ifdef BSK_WITH_CUDA
+#include <cuda_runtime.h>
+#include <cublas_v2.h>
+
+typedef struct attn_work {
+    bsk_context *ctx;
+    const bsk_attention_params *p;
+} attn_work;
+
+static int attn_run(void *arg)
+{
+    attn_work *w = (attn_work *)arg;
+    return (int)bsk_attention_forward(w->ctx, w->p);
+}
+
+typedef struct gate_work {
+    bsk_context *ctx;
+    const bsk_topk_params *p;
+    bsk_attn_layout *out;
+} gate_work;
+
+static int gate_run(void *arg)
+{
+    gate_work *w = (gate_work *)arg;
+    return (int)bsk_topk_block_layout(w->ctx, w->p, w->out);
+}
+
+typedef struct gemm_work {
+    cublasHandle_t h;
+    void *a, *b, *c;
+    int n;
+    cublasStatus_t st;
+} gemm_work;
+
+static int gemm_run(void *arg)
+{
+    gemm_work *w = (gemm_work *)arg;
+    float one = 1.0f, zero = 0.0f;
+    w->st = cublasGemmEx(w->h, CUBLAS_OP_N, CUBLAS_OP_N, w->n, w->n, w->n, &one, w->a, CUDA_R_16BF, w->n, w->b,
+                         CUDA_R_16BF, w->n, &zero, w->c, CUDA_R_16BF, w->n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+    return w->st != CUBLAS_STATUS_SUCCESS;
+}
+
+/* A per-(batch, head) layout keeping round(density · candidates) key blocks per query block (candidates:
+   all blocks, or those on/below the diagonal when causal; the diagonal always kept when causal so no row
+   is empty), chosen at random. density 1: the dense / causal builders. */
+static bsk_status make_layout(int64_t S, int32_t bs, int32_t B, int32_t H, double density, int causal, uint64_t seed,
+                              bsk_attn_layout *out)
+{
+    if (density >= 1.0) {
+        bsk_attn_layout one;
+        bsk_status s = causal ? bsk_attn_layout_causal(S, S, bs, bs, 0, &one) : bsk_attn_layout_dense(S, S, bs, bs, &one);
+        if (s) return s;
+        /* expand to per-(batch, head) so the flop count and the kernel see the same shape as the sparse runs */
+        int64_t mq = bsk_attn_layout_mq(&one), nb = bsk_attn_layout_nb(&one);
+        uint8_t *mask = (uint8_t *)malloc((size_t)(B * H * mq * nb));
+        if (!mask) { bsk_attn_layout_free(&one); return BSK_ERR_OUT_OF_MEMORY; }
+        memset(mask, 0, (size_t)(B * H * mq * nb));
+        for (int64_t l = 0; l < (int64_t)B * H; l++)
+            for (int64_t i = 0; i < mq; i++) {
+                for (int32_t a = 0; a < one.full_count[i]; a++) mask[(l * mq + i) * nb + one.full_idx[i * one.capacity + a]] = 1;
+                for (int32_t a = 0; a < one.part_count[i]; a++) mask[(l * mq + i) * nb + one.part_idx[i * one.capacity + a]] = 1;
+            }
+        bsk_attn_layout_free(&one);
+        s = bsk_attn_layout_from_mask(S, S, bs, bs, B, H, mask, causal, 0, out);
+        free(mask);
+        return s;
+    }
+    int64_t mq = (S + bs - 1) / bs, nb = mq;
+    uint8_t *mask = (uint8_t *)calloc((size_t)(B * H * mq * nb), 1);
+    int64_t *perm = (int64_t *)malloc((size_t)nb * sizeof(int64_t));
+    if (!mask || !perm) { free(mask); free(perm); return BSK_ERR_OUT_OF_MEMORY; }
+    uint64_t st = seed * 0x9e3779b97f4a7c15ull + 1;
+    for (int64_t l = 0; l < (int64_t)B * H; l++)
+        for (int64_t i = 0; i < mq; i++) {
+            int64_t cand = causal ? i + 1 : nb, keep = (int64_t)llround(density * (double)cand);
+            if (keep < 1) keep = 1;
+            uint8_t *row = mask + (l * mq + i) * nb;
+            if (causal) { row[i] = 1; keep--; cand--; } /* the diagonal, then from the blocks before it */
+            for (int64_t j = 0; j < cand; j++) perm[j] = j;
+            for (int64_t j = 0; j < keep && j < cand; j++) {
+                st ^= st << 13; st ^= st >> 7; st ^= st << 17;
+                int64_t r = j + (int64_t)(st % (uint64_t)(cand - j)), x = perm[j];
+                perm[j] = perm[r]; perm[r] = x;
+                row[perm[j]] = 1;
+            }
+        }
+    free(perm);
+    bsk_status s = bsk_attn_layout_from_mask(S, S, bs, bs, B, H, mask, causal, 0, out);
+    free(mask);
+    return s;
+}
+
+/* float64 reference of a few query rows of (batch 0, head 0) against the device result. */
+static double spot_check(const bsk_attention_params *hp, const void *o_dev, int64_t nrows)
+{
+    const bsk_attn_tensor *Q = &hp->q, *K = &hp->k, *V = &hp->v;
+    const bsk_attn_layout *L = hp->layout;
+    int64_t D = Q->dim, S = Q->seq;
+    size_t es = bsk_dtype_size(Q->dtype);
+    double num = 0, den = 0;
+    double *s = (double *)malloc((size_t)S * sizeof(double)), *o = (double *)malloc((size_t)D * sizeof(double));
+    uint8_t *allowed = (uint8_t *)malloc((size_t)S);
+    void *got = malloc((size_t)D * es);
+    int bad = !s || !o || !allowed || !got;
+    for (int64_t n = 0; n < nrows && !bad; n++) {
+        int64_t q = (S - 1) * n / (nrows > 1 ? nrows - 1 : 1), row = q / L->block_q;
+        memset(allowed, 0, (size_t)S);
+        for (int list = 0; list < 2; list++) {
+            int32_t cnt = list ? L->part_count[row] : L->full_count[row];
+            const int32_t *idx = (list ? L->part_idx : L->full_idx) + row * L->capacity;
+            for (int32_t a = 0; a < cnt; a++)
+                for (int64_t k = (int64_t)idx[a] * L->block_k; k < ((int64_t)idx[a] + 1) * L->block_k && k < S; k++)
+                    allowed[k] = !hp->causal || k <= q;
+        }
+        double mx = -INFINITY, sum = 0, scale = 1.0 / sqrt((double)D);
+        for (int64_t k = 0; k < S; k++) {
+            if (!allowed[k]) continue;
+            double acc = 0;
+            for (int64_t d = 0; d < D; d++)
+                acc += (double)bsk__load(Q->data, Q->dtype, q * Q->stride_seq + d) * bsk__load(K->data, K->dtype, k * K->stride_seq + d);
+            s[k] = acc * scale;
+            if (s[k] > mx) mx = s[k];
+        }
+        for (int64_t d = 0; d < D; d++) o[d] = 0;
+        for (int64_t k = 0; k < S; k++) {
+            if (!allowed[k]) continue;
+            double e = exp(s[k] - mx);
+            sum += e;
+            for (int64_t d = 0; d < D; d++) o[d] += e * bsk__load(V->data, V->dtype, k * V->stride_seq + d);
+        }
+        if (cudaMemcpy(got, (const char *)o_dev + (size_t)(q * hp->o.stride_seq) * es, (size_t)D * es, cudaMemcpyDeviceToHost) != cudaSuccess) { bad = 1; break; }
+        for (int64_t d = 0; d < D; d++) {
+            double r = sum > 0 ? o[d] / sum : 0, g = bsk__load(got, Q->dtype, d);
+            if (!isfinite(g)) bad = 1;
+            num += (g - r) * (g - r);
+            den += r * r;
+        }
+    }
+    free(s); free(o); free(allowed); free(got);
+    return bad ? NAN : sqrt(num / (den > 0 ? den : 1));
+}
+
+typedef struct result {
+    int64_t D;
+    int causal;
+    double density, density_actual;
+    int64_t kept_tiles;
+    double ms, tflops, err, gate_ms, gate_share, tflops_var[3];
+    const char *kernel;
+    bsk_status status;
+} result;
+
+static int run(const char *json, int iters, int warmup, int64_t B, int64_t H, int64_t S, const int64_t *dims, int nd,
+               const double *dens, int ndens, int variants)
+{
+    bsk_context *ctx = NULL;
+    cublasHandle_t blas = NULL;
+    cli_gpu_timer timer;
+    if (bsk_create(&ctx, BSK_BACKEND_CUDA)) { fprintf(stderr, "bsk attention: needs a CUDA device\n"); return CLI_FAIL; }
+    if (cublasCreate(&blas) != CUBLAS_STATUS_SUCCESS || cli_gpu_timer_init(&timer, NULL)) {
+        fprintf(stderr, "bsk attention: cuBLAS / timer setup failed\n");
+        bsk_destroy(ctx);
+        return CLI_FAIL;
+    }
+    int rc, failures = 0;
+    /* ---- cuBLAS dense reference: 8192^3 bf16, fp32 compute */
+    double gemm_tflops = NAN;
+    {
+        gemm_work g = {blas, NULL, NULL, NULL, 8192, CUBLAS_STATUS_SUCCESS};
+        size_t bytes = (size_t)8192 * 8192 * 2;
+        if (cudaMalloc(&g.a, bytes) == cudaSuccess && cudaMalloc(&g.b, bytes) == cudaSuccess && cudaMalloc(&g.c, bytes) == cudaSuccess) {
+            cudaMemset(g.a, 0x3c, bytes);
+            cudaMemset(g.b, 0x3c, bytes);
+            double ms = cli_time_gpu(&timer, gemm_run, &g, 2, iters, &rc);
+            gemm_tflops = 2.0 * 8192.0 * 8192.0 * 8192.0 / (ms * 1e-3) * 1e-12;
+        }
+        cudaFree(g.a); cudaFree(g.b); cudaFree(g.c);
+        (void)cudaGetLastError();
+        printf("cuBLAS dense bf16 GEMM 8192^3: %.1f TFLOPS\n", gemm_tflops);
+    }
+
+    result res[2 * MAXD_ATTN_LIST * 8];
+    int nres = 0;
+    for (int di = 0; di < nd; di++) {
+        int64_t D = dims[di], n = B * S * H * D;
+        int32_t bs = 128;
+        size_t bytes = (size_t)n * 2;
+        void *hq = malloc(bytes), *hk = malloc(bytes), *hv = malloc(bytes);
+        void *dq = NULL, *dk = NULL, *dv = NULL, *dout = NULL;
+        float *dlse = NULL;
+        if (!hq || !hk || !hv || cudaMalloc(&dq, bytes) || cudaMalloc(&dk, bytes) || cudaMalloc(&dv, bytes) ||
+            cudaMalloc(&dout, bytes) || cudaMalloc((void **)&dlse, (size_t)(B * H * S) * 4)) {
+            fprintf(stderr, "bsk attention: out of memory at D=%lld\n", (long long)D);
+            failures++;
+            free(hq); free(hk); free(hv); cudaFree(dq); cudaFree(dk); cudaFree(dv); cudaFree(dout); cudaFree(dlse);
+            continue;
+        }
+        cli_fill_random(hq, BSK_BF16, n, 11 + (uint64_t)D);
+        cli_fill_random(hk, BSK_BF16, n, 12 + (uint64_t)D);
+        cli_fill_random(hv, BSK_BF16, n, 13 + (uint64_t)D);
+        cudaMemcpy(dq, hq, bytes, cudaMemcpyHostToDevice);
+        cudaMemcpy(dk, hk, bytes, cudaMemcpyHostToDevice);
+        cudaMemcpy(dv, hv, bytes, cudaMemcpyHostToDevice);
+        for (int causal = 0; causal < 2; causal++)
+            for (int x = 0; x < ndens; x++) {
+                result *r = &res[nres++];
+                memset(r, 0, sizeof *r);
+                r->D = D; r->causal = causal; r->density = dens[x];
+                r->ms = r->tflops = r->err = r->gate_ms = r->gate_share = NAN;
+                r->tflops_var[0] = r->tflops_var[1] = r->tflops_var[2] = NAN;
+                bsk_attn_layout hl, dl;
+                memset(&dl, 0, sizeof dl);
+                r->status = make_layout(S, bs, (int32_t)B, (int32_t)H, dens[x], causal, 1000 + (uint64_t)x, &hl);
+                if (r->status) { failures++; continue; }
+                int64_t nf = 0, np = 0, mq = bsk_attn_layout_mq(&hl);
+                bsk_attn_layout_tiles(&hl, &nf, &np);
+                r->kept_tiles = nf + np;
+                r->density_actual = (double)(nf + np) / (double)(B * H * mq * mq);
+                double flop = 4.0 * (double)(nf + np) * bs * bs * (double)D;
+                r->status = bsk_attn_layout_clone(&hl, BSK_MEM_DEVICE, &dl);
+                bsk_attention_params p;
+                memset(&p, 0, sizeof p);
+                p.q = bsk_attn_tensor_bshd(dq, B, S, H, D, BSK_BF16, BSK_MEM_DEVICE);
+                p.k = bsk_attn_tensor_bshd(dk, B, S, H, D, BSK_BF16, BSK_MEM_DEVICE);
+                p.v = bsk_attn_tensor_bshd(dv, B, S, H, D, BSK_BF16, BSK_MEM_DEVICE);
+                p.o = bsk_attn_tensor_bshd(dout, B, S, H, D, BSK_BF16, BSK_MEM_DEVICE);
+                p.lse = dlse;
+                p.layout = &dl;
+                p.causal = causal;
+                attn_work w = {ctx, &p};
+                if (!r->status) {
+                    r->ms = cli_time_gpu(&timer, attn_run, &w, warmup, iters, &rc);
+                    if (rc) r->status = rc > 0 ? (bsk_status)rc : BSK_ERR_CUDA;
+                    r->kernel = bsk_last_kernel(ctx);
+                    r->tflops = flop / (r->ms * 1e-3) * 1e-12;
+                }
+                if (!r->status) r->tflops_var[0] = r->tflops;
+                for (int var = 1; var < 3 && !r->status && variants; var++) {
+                    bsk__attn_variant = var;
+                    double ms = cli_time_gpu(&timer, attn_run, &w, warmup, iters, &rc);
+                    bsk__attn_variant = 0;
+                    if (!rc) r->tflops_var[var] = flop / (ms * 1e-3) * 1e-12;
+                }
+                if (!r->status) {
+                    bsk_attention_params hp = p;
+                    hp.q.data = hq; hp.k.data = hk; hp.v.data = hv;
+                    hp.q.mem = hp.k.mem = hp.v.mem = BSK_MEM_HOST;
+                    hp.layout = &hl;
+                    r->err = spot_check(&hp, dout, 4);
+                    if (!(r->err <= 2e-2)) failures++;
+                }
+                /* the gate producing a layout of the same density */
+                if (!r->status && dens[x] < 1.0) {
+                    bsk_topk_params gp;
+                    memset(&gp, 0, sizeof gp);
+                    gp.q = p.q; gp.k = p.k;
+                    gp.top_k = (int32_t)llround(dens[x] * (double)mq);
+                    if (gp.top_k < 2) gp.top_k = 2;
+                    gp.causal = causal;
+                    gp.keep_first = 1;
+                    gp.keep_diagonal = 1;
+                    bsk_attn_layout gl;
+                    if (!bsk_attn_layout_alloc(S, S, bs, bs, (int32_t)B, (int32_t)H, gp.top_k, BSK_MEM_DEVICE, &gl)) {
+                        gate_work gw = {ctx, &gp, &gl};
+                        r->gate_ms = cli_time_gpu(&timer, gate_run, &gw, warmup, iters, &rc);
+                        if (rc) r->gate_ms = NAN;
+                        r->gate_share = r->gate_ms / r->ms;
+                        bsk_attn_layout_free(&gl);
+                    }
+                }
+                if (r->status) failures++;
+                printf("D=%3lld %-9s d=%.2f (actual %.3f, %lld tiles): %8.3f ms %7.1f TFLOPS (%.0f%% of cuBLAS) err %.1e  "
+                       "gate %.3f ms (%.1f%%)%s%s",
+                       (long long)D, causal ? "causal" : "non-caus", dens[x], r->density_actual, (long long)r->kept_tiles,
+                       r->ms, r->tflops, 100.0 * r->tflops / gemm_tflops, r->err, r->gate_ms, 100.0 * r->gate_share,
+                       r->status ? "  FAILED: " : "", r->status ? bsk_status_string(r->status) : "");
+                if (variants) printf("  [variants 0/1/2: %.1f / %.1f / %.1f]", r->tflops_var[0], r->tflops_var[1], r->tflops_var[2]);
+                printf("\n");
+                fflush(stdout);
+                bsk_attn_layout_free(&hl);
+                bsk_attn_layout_free(&dl);
+            }
+        free(hq); free(hk); free(hv);
+        cudaFree(dq); cudaFree(dk); cudaFree(dv); cudaFree(dout); cudaFree(dlse);
+    }
+
+    /* ---- small config latency: B=2 H=8 S=512 D=64 fp16, dense, non-causal and causal */
+    double small_cold[2] = {NAN, NAN}, small_warm[2] = {NAN, NAN};
+    {
+        int64_t sB = 2, sH = 8, sS = 512, sD = 64, n = sB * sS * sH * sD;
+        void *h = malloc((size_t)n * 2), *d[4] = {NULL, NULL, NULL, NULL};
+        float *dl = NULL;
+        int ok = h != NULL && cudaMalloc((void **)&dl, (size_t)(sB * sH * sS) * 4) == cudaSuccess;
+        for (int i = 0; i < 4 && ok; i++) ok = cudaMalloc(&d[i], (size_t)n * 2) == cudaSuccess;
+        if (ok) {
+            cli_fill_random(h, BSK_F16, n, 77);
+            for (int i = 0; i < 3; i++) cudaMemcpy(d[i], h, (size_t)n * 2, cudaMemcpyHostToDevice);
+            for (int causal = 0; causal < 2; causal++) {
+                bsk_attn_layout hl, dlay;
+                if ((causal ? bsk_attn_layout_causal(sS, sS, 64, 64, 0, &hl) : bsk_attn_layout_dense(sS, sS, 64, 64, &hl))) continue;
+                if (bsk_attn_layout_clone(&hl, BSK_MEM_DEVICE, &dlay)) { bsk_attn_layout_free(&hl); continue; }
+                bsk_attention_params p;
+                memset(&p, 0, sizeof p);
+                p.q = bsk_attn_tensor_bshd(d[0], sB, sS, sH, sD, BSK_F16, BSK_MEM_DEVICE);
+                p.k = bsk_attn_tensor_bshd(d[1], sB, sS, sH, sD, BSK_F16, BSK_MEM_DEVICE);
+                p.v = bsk_attn_tensor_bshd(d[2], sB, sS, sH, sD, BSK_F16, BSK_MEM_DEVICE);
+                p.o = bsk_attn_tensor_bshd(d[3], sB, sS, sH, sD, BSK_F16, BSK_MEM_DEVICE);
+                p.lse = dl;
+                p.layout = &dlay;
+                p.causal = causal;
+                attn_work w = {ctx, &p};
+                small_cold[causal] = cli_time_gpu(&timer, attn_run, &w, 5, iters * 4, &rc) * 1e3;
+                /* warm: back-to-back launches, mean */
+                cudaEvent_t e0, e1;
+                cudaEventCreate(&e0);
+                cudaEventCreate(&e1);
+                for (int i = 0; i < 10; i++) bsk_attention_forward(ctx, &p);
+                cudaEventRecord(e0, NULL);
+                for (int i = 0; i < 200; i++) bsk_attention_forward(ctx, &p);
+                cudaEventRecord(e1, NULL);
+                cudaEventSynchronize(e1);
+                float ms = 0;
+                cudaEventElapsedTime(&ms, e0, e1);
+                small_warm[causal] = ms * 1e3 / 200.0;
+                cudaEventDestroy(e0);
+                cudaEventDestroy(e1);
+                printf("small B=2 H=8 S=512 D=64 fp16 %s: %.1f us cold L2 (median), %.1f us warm (mean of 200 back-to-back)\n",
+                       causal ? "causal" : "non-causal", small_cold[causal], small_warm[causal]);
+                bsk_attn_layout_free(&hl);
+                bsk_attn_layout_free(&dlay);
+            }
+        }
+        free(h);
+        for (int i = 0; i < 4; i++) cudaFree(d[i]);
+        cudaFree(dl);
+    }
+
+    FILE *f = fopen(json, "w");
+    if (!f) fprintf(stderr, "bsk attention: cannot write %s\n", json);
+    else {
+        cli_json j;
+        cli_json_begin(&j, f);
+        cli_json_meta(&j, "bsk attention");
+        cli_json_obj(&j, "config");
+        cli_json_int(&j, "batch", B);
+        cli_json_int(&j, "heads", H);
+        cli_json_int(&j, "seq", S);
+        cli_json_int(&j, "block", 128);
+        cli_json_str(&j, "dtype", "bf16");
+        cli_json_str(&j, "layout", "random per (batch, head); causal keeps the diagonal; density 1 = dense/causal builder");
+        cli_json_str(&j, "flop", "4 * kept_tiles * 128 * 128 * D over all (batch, head) layouts; diagonal tiles counted whole");
+        cli_json_str(&j, "timing", "CUDA events, median, L2 flushed before each iteration");
+        cli_json_int(&j, "iters", iters);
+        cli_json_end(&j);
+        cli_json_num(&j, "cublas_bf16_gemm_8192_tflops", gemm_tflops);
+        cli_json_arr(&j, "results");
+        for (int i = 0; i < nres; i++) {
+            const result *r = &res[i];
+            cli_json_obj(&j, NULL);
+            cli_json_int(&j, "D", r->D);
+            cli_json_str(&j, "causal", r->causal ? "yes" : "no");
+            cli_json_num(&j, "density", r->density);
+            cli_json_num(&j, "density_actual", r->density_actual);
+            cli_json_int(&j, "kept_tiles", r->kept_tiles);
+            cli_json_num(&j, "ms", r->ms);
+            cli_json_num(&j, "tflops", r->tflops);
+            cli_json_num(&j, "share_of_cublas", r->tflops / gemm_tflops);
+            cli_json_num(&j, "tflops_variant0_4w_32rows", r->tflops_var[0]);
+            cli_json_num(&j, "tflops_variant1_8w_16rows_2cta", r->tflops_var[1]);
+            cli_json_num(&j, "tflops_variant2_8w_16rows_1cta", r->tflops_var[2]);
+            cli_json_num(&j, "spot_check_rel_err", r->err);
+            cli_json_num(&j, "gate_ms", r->gate_ms);
+            cli_json_num(&j, "gate_share_of_attention", r->gate_share);
+            cli_json_str(&j, "kernel", r->kernel ? r->kernel : "none");
+            cli_json_str(&j, "status", bsk_status_string(r->status));
+            cli_json_end(&j);
+        }
+        cli_json_end(&j);
+        cli_json_obj(&j, "small_b2_h8_s512_d64_f16");
+        cli_json_num(&j, "noncausal_us_cold_l2", small_cold[0]);
+        cli_json_num(&j, "noncausal_us_warm", small_warm[0]);
+        cli_json_num(&j, "causal_us_cold_l2", small_cold[1]);
+        cli_json_num(&j, "causal_us_warm", small_warm[1]);
+        cli_json_end(&j);
+        cli_json_finish(&j);
+        fclose(f);
+        printf("wrote %s\n", json);
+    }
+    cli_gpu_timer_free(&timer);
+    cublasDestroy(blas);
+    bsk_destroy(ctx);
+    return failures ? CLI_FAIL : CLI_OK;
+}
+#endif
+
+int cmd_attention(int argc, char **argv)
+{
+    const char *json = "bench/results/attention.json", *dims_s = "128,64", *dens_s = "0.10,0.25,0.50,1.0";
+    int64_t iters = 5, warmup = 2, B = 4, H = 16, S = 8192;
+    int variants = 0, quick = 0;
+    cli_opt opts[] = {
+        CLI_OPT_STR("json", &json, "JSON output file"),
+        CLI_OPT_INT("iters", &iters, 1, 1000, "timed iterations per config (median)"),
+        CLI_OPT_INT("warmup", &warmup, 0, 100, "untimed runs first"),
+        CLI_OPT_INT("batch", &B, 1, 64, "batch"),
+        CLI_OPT_INT("heads", &H, 1, 128, "heads"),
+        CLI_OPT_INT("seq", &S, 128, 131072, "sequence length"),
+        CLI_OPT_STR("dims", &dims_s, "head dims, e.g. 128,64"),
+        CLI_OPT_STR("densities", &dens_s, "tile densities, e.g. 0.10,0.25,0.50,1.0"),
+        CLI_OPT_FLAG("variants", &variants, "also time the other builds of the 128-row kernel (see attention_fwd.cu)"),
+        CLI_OPT_FLAG("quick", &quick, "S=2048, one iteration"),
+    };
+    char *pos[1];
+    int npos;
+    int rc = cli_parse(argc, argv, opts, (int)(sizeof opts / sizeof opts[0]),
+                       "bsk attention [--json FILE] [--iters N] [--dims 128,64] [--densities ...] [--variants]",
+                       "Block-sparse attention forward benchmark (GPU): TFLOPS on kept tiles vs cuBLAS dense GEMM in the\n"
+                       "same run, top-k gate time as a share of attention, small-config latency.",
+                       pos, 1, &npos);
+    if (rc) return rc == CLI_HELP ? CLI_OK : rc;
+    if (npos == 1 && strcmp(pos[0], "bench") != 0) return cli_usage_error("attention", "unknown argument '%s'", pos[0]);
+    int64_t dims[MAXD_ATTN_LIST];
+    double dens[8];
+    int nd = cli_list_int("attention", "dims", dims_s, 64, 128, dims, MAXD_ATTN_LIST);
+    int ndens = cli_list_real("attention", "densities", dens_s, 0.001, 1.0, dens, 8);
+    if (nd < 0 || ndens < 0) return CLI_USAGE;
+    if (quick) { S = 2048; iters = 1; warmup = 1; }
+#ifdef BSK_WITH_CUDA
+    return run(json, (int)iters, (int)warmup, B, H, S, dims, nd, dens, ndens, variants);
+#else
+    (void)variants;
+    fprintf(stderr, "bsk attention: this build has no CUDA backend\n");
+    return CLI_FAIL;
+#endif
+}
