@@ -126,6 +126,7 @@ build-fuzz/%.o: %.c
 	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
 build-fuzz/fuzz_%: fuzz/fuzz_%.c $(FUZZ_LIB_OBJS)
 	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer $^ -o $@ -lm -pthread
+.SECONDARY: $(FUZZ_LIB_OBJS)
 fuzz-build: $(addprefix build-fuzz/,$(FUZZ_TARGETS))
 fuzz: fuzz-build
 	@for t in $(FUZZ_TARGETS); do mkdir -p build-fuzz/corpus/$$t fuzz/corpus/$$t; \

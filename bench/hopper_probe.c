@@ -13,10 +13,7 @@
 #include <cuda_runtime.h>
 #include "bsk.h"
 
-struct bsk_hopper_tune_s {
-    int b64_wgn, band_mb, no_pdl, max_ctas, bdesc_swap, epi, classes, wait0;
-};
-extern struct bsk_hopper_tune_s bsk__hopper_tune;
+#include "cuda/hopper/tune.h"
 
 #define CK(x)                                                                                   \
     do {                                                                                        \
@@ -233,7 +230,7 @@ int main(int argc, char **argv)
         double d;
         int skew, bf, b64w, band, nopdl, c32;
         const char *tag;
-        int bswap, epi, classes, wait0;
+        int bswap, epi, classes, cluster;
     } cfg;
     cfg cfgs[64];
     int nc = 0;
@@ -242,31 +239,23 @@ int main(int argc, char **argv)
         for (int di = 0; di < 3; di++)
             for (int sk = 0; sk < 2; sk++) {
                 if (quick && (sk || di == 1)) continue;
-                cfgs[nc++] = (cfg){bi ? 64 : 128, ds[di], sk, 0, 0, 0, 0, 0, "", 0, 0, 0};
+                cfgs[nc++] = (cfg){bi ? 64 : 128, ds[di], sk, 0, 0, 0, 0, 0, "", 0, 0, 0, 0};
             }
     if (!quick) {
-        cfgs[nc++] = (cfg){128, 0.25, 0, 1, 0, 0, 0, 0, "bf16", 0, 0, 0};
-        cfgs[nc++] = (cfg){64, 0.25, 0, 1, 0, 0, 0, 0, "bf16", 0, 0, 0};
+        cfgs[nc++] = (cfg){128, 0.25, 0, 1, 0, 0, 0, 0, "bf16", 0, 0, 0, 0};
+        cfgs[nc++] = (cfg){64, 0.25, 0, 1, 0, 0, 0, 0, "bf16", 0, 0, 0, 0};
     }
     if (variants) {
-        cfgs[nc++] = (cfg){128, 0.10, 0, 0, 0, 0, 0, 0, "direct epilogue", 0, 1, 0};
-        cfgs[nc++] = (cfg){128, 0.50, 0, 0, 0, 0, 0, 0, "direct epilogue", 0, 1, 0};
-        cfgs[nc++] = (cfg){64, 0.25, 0, 0, 0, 0, 0, 0, "direct epilogue", 0, 1, 0};
-        cfgs[nc++] = (cfg){64, 0.50, 0, 0, 256, 0, 0, 0, "b64 tile 64x512 direct", 0, 0, 0};
-        cfgs[nc++] = (cfg){128, 0.10, 1, 0, 0, 0, 0, 0, "no length classes", 0, 0, 1};
-        cfgs[nc++] = (cfg){128, 0.25, 1, 0, 0, 0, 0, 0, "no length classes", 0, 0, 1};
-        cfgs[nc++] = (cfg){128, 0.10, 1, 0, 0, 0, 0, 0, "classes 2 bits", 0, 0, 2};
-        cfgs[nc++] = (cfg){64, 0.10, 1, 0, 0, 0, 0, 0, "classes 2 bits", 0, 0, 2};
-        cfgs[nc++] = (cfg){128, 0.50, 0, 0, 0, 32, 0, 0, "band 32MB", 0, 0, 0};
-        cfgs[nc++] = (cfg){128, 0.10, 0, 0, 0, 0, 1, 0, "no PDL", 0, 0, 0};
-        cfgs[nc++] = (cfg){128, 0.10, 0, 0, 0, 0, 0, 0, "repeat", 0, 0, 0};
-        cfgs[nc++] = (cfg){128, 0.10, 0, 0, 0, 0, 0, 0, "wait_group 0", 0, 0, 0, 1};
-        cfgs[nc++] = (cfg){128, 0.50, 0, 0, 0, 0, 0, 0, "wait_group 0", 0, 0, 0, 1};
-        cfgs[nc++] = (cfg){64, 0.50, 0, 0, 0, 0, 0, 0, "wait_group 0", 0, 0, 0, 1};
+        for (int di = 0; di < 3; di++)
+            for (int sk = 0; sk < 2; sk++)
+                cfgs[nc++] = (cfg){128, ds[di], sk, 0, 0, 0, 0, 0, "cluster 2 (A multicast)", 0, 0, 0, 1};
+        cfgs[nc++] = (cfg){128, 0.25, 0, 1, 0, 0, 0, 0, "bf16 cluster 2", 0, 0, 0, 1};
+        cfgs[nc++] = (cfg){128, 0.10, 0, 0, 0, 0, 0, 0, "repeat", 0, 0, 0, 0};
+        cfgs[nc++] = (cfg){128, 0.10, 0, 0, 0, 0, 0, 0, "repeat cluster 2", 0, 0, 0, 1};
     }
     if (cf32) {
-        cfgs[nc++] = (cfg){128, 0.10, 0, 0, 0, 0, 0, 1, "C fp32", 0, 0, 0};
-        cfgs[nc++] = (cfg){128, 0.50, 0, 0, 0, 0, 0, 1, "C fp32", 0, 0, 0};
+        cfgs[nc++] = (cfg){128, 0.10, 0, 0, 0, 0, 0, 1, "C fp32", 0, 0, 0, 0};
+        cfgs[nc++] = (cfg){128, 0.50, 0, 0, 0, 0, 0, 1, "C fp32", 0, 0, 0, 0};
     }
 
     char table[64][200];
@@ -279,7 +268,7 @@ int main(int argc, char **argv)
         bsk__hopper_tune.bdesc_swap = c.bswap;
         bsk__hopper_tune.epi = c.epi;
         bsk__hopper_tune.classes = c.classes;
-        bsk__hopper_tune.wait0 = c.wait0;
+        bsk__hopper_tune.cluster = c.cluster;
         bsk_dtype dt = c.bf ? BSK_BF16 : BSK_F16, ct = c.c32 ? BSK_F32 : dt;
         bsk_bsr hA, A;
         CS(bsk_bsr_random(M_, K_, c.b, c.b, c.d, c.skew ? BSK_PATTERN_SKEWED : BSK_PATTERN_UNIFORM, 1000 + ci, dt, &hA));
@@ -313,9 +302,9 @@ int main(int argc, char **argv)
         double flop = 2.0 * (double)A.nnzb * c.b * c.b * (double)N_;
         double tf = flop / (ms * 1e-3) * 1e-12;
         double base = c.c32 ? dense_tf32 : dense_tf[c.bf];
-        snprintf(table[nt++], sizeof table[0], "%4d %5.2f %-7s %-4s %7lld %4lld %8.3f %8.3f %7.1f %6.3f %9.2e %-18s %s",
+        snprintf(table[nt++], sizeof table[0], "%4d %5.2f %-7s %-4s %7lld %4lld %8.3f %8.3f %7.1f %6.3f %9.2e %-19s %s (grid %d)",
                  c.b, c.d, c.skew ? "skewed" : "uniform", c.bf ? "bf16" : "fp16", (long long)A.nnzb, (long long)st.row_max,
-                 ms, mn, tf, tf / base, err, kern, c.tag);
+                 ms, mn, tf, tf / base, err, kern, c.tag, bsk__hopper_tune.out_max_grid);
         printf("%s\n", table[nt - 1]);
         fflush(stdout);
         bsk_bsr_free(&A);

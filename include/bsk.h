@@ -176,6 +176,12 @@ BSK_API int bsk_has_device(const bsk_context *ctx);
    (BSK_ERR_CUDA). A no-op returning BSK_SUCCESS on the CPU. */
 BSK_API bsk_status bsk_synchronize(bsk_context *ctx);
 
+/* The CUDA backend caches data derived from a BSR pattern (e.g. the transpose index Aᵀ·B walks), keyed by
+   the pattern's row_ptr/col_idx addresses and its sizes. After rewriting a device pattern's row_ptr or
+   col_idx in place — or freeing it and allocating a new one that may land at the same addresses — call
+   this to drop every cached entry (it waits for the work that used them). A no-op on the CPU. */
+BSK_API bsk_status bsk_forget_patterns(bsk_context *ctx);
+
 /* Name of the kernel the last bsk_spmm / bsk_sddmm call on this context ran ("cpu", "cuda-simt",
    "cuda-mma", "hopper-wgmma", ...). Static storage; never NULL. */
 BSK_API const char *bsk_last_kernel(const bsk_context *ctx);

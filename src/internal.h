@@ -65,7 +65,11 @@ bsk_status bsk_cuda_malloc(void **p, size_t bytes);
 void bsk_cuda_free(void *p);
 bsk_status bsk_cuda_memcpy(void *dst, const void *src, size_t bytes, int dst_on_device, int src_on_device);
 bsk_status bsk_cuda_synchronize(bsk_context *ctx);
+/* Before ctx->stream becomes `next`: make `next` wait for the work queued on the current stream (no host
+   sync), so the workspace and caches it used are never touched by both at once. */
+bsk_status bsk_cuda_stream_switch(bsk_context *ctx, void *next);
 void bsk_cuda_release(bsk_context *ctx); /* frees ctx->cuda */
+void bsk_cuda_forget_patterns(bsk_context *ctx); /* drops the per-pattern caches */
 bsk_status bsk_cuda_device_query(bsk_device_info *info);
 const char *bsk_cuda_arch_list(void);
 /* Arguments validated (device memory, O(1) checks). Launch on ctx->stream; set ctx->last_kernel. */

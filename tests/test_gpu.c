@@ -251,7 +251,10 @@ static sp_case sp_default(bsk_op op, int32_t br, int32_t bc, bsk_dtype in, bsk_d
 BSK_TEST(gpu_spmm_tensor_core_blocks)
 {
     NEED_GPU();
-    static const int32_t shapes[][2] = {{16, 16}, {32, 32}, {64, 64}, {128, 128}, {16, 32}, {64, 32}, {32, 16}, {48, 80}};
+    /* every step shape of the portable kernel: 64-deep chunks (64, 128, 192), 2 or 4 whole blocks per step
+       (32, 16), 16-deep chunks (48, 80, 96), under both ops */
+    static const int32_t shapes[][2] = {{16, 16}, {32, 32}, {64, 64}, {128, 128}, {16, 32}, {64, 32},
+                                        {32, 16}, {48, 80}, {96, 16}, {32, 192}};
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
         for (int d = 0; d < 2; d++)
             for (int op = 0; op < 2; op++) {
@@ -390,57 +393,60 @@ BSK_TEST(gpu_spmm_portable_declines)
     bsk_destroy(ctx);
 }
 
-/* Larger op-T problem run several times (fresh and cached transpose index, a second stream): bitwise equal. */
+/* Larger op-T problem run several times (fresh and cached transpose index, a second stream): bitwise equal.
+   Blocks of 64 (64-deep chunks) and 16 (four blocks per step). */
 BSK_TEST(gpu_spmm_transpose_cache_deterministic)
 {
     NEED_GPU();
-    bsk_context *ctx = NULL;
-    REQUIRE_OK(bsk_create(&ctx, BSK_BACKEND_CUDA));
-    bsk_rng *rng = bsk_test_rng();
-    const int64_t rows = 64 * 48, cols = 64 * 20, n = 96;
-    bsk_bsr A, dA;
-    REQUIRE_OK(bsk_bsr_random(rows, cols, 64, 64, 0.4, BSK_PATTERN_SKEWED, bsk_rng_next(rng), BSK_BF16, &A));
-    REQUIRE_OK(bsk_bsr_clone(&A, BSK_MEM_DEVICE, &dA));
-    bsk_dense B = bsk_test_dense(rows, n, 0, BSK_BF16, rng), C = bsk_test_dense_poison(cols, n, 0, BSK_F32), dB, dC;
-    void *bb = NULL, *cb = NULL;
-    REQUIRE(dense_up(&B, 0, &dB, &bb) && dense_up(&C, 0, &dC, &cb));
-    const size_t bytes = (size_t)(cols * n) * 4;
-    float *r[4];
-    for (int i = 0; i < 4; i++) r[i] = (float *)malloc(bytes);
+    for (int32_t blk = 64; blk >= 16; blk -= 48) {
+        bsk_context *ctx = NULL;
+        REQUIRE_OK(bsk_create(&ctx, BSK_BACKEND_CUDA));
+        bsk_rng *rng = bsk_test_rng();
+        const int64_t rows = 64 * 48, cols = 64 * 20, n = 96;
+        bsk_bsr A, dA;
+        REQUIRE_OK(bsk_bsr_random(rows, cols, blk, blk, 0.4, BSK_PATTERN_SKEWED, bsk_rng_next(rng), BSK_BF16, &A));
+        REQUIRE_OK(bsk_bsr_clone(&A, BSK_MEM_DEVICE, &dA));
+        bsk_dense B = bsk_test_dense(rows, n, 0, BSK_BF16, rng), C = bsk_test_dense_poison(cols, n, 0, BSK_F32), dB, dC;
+        void *bb = NULL, *cb = NULL;
+        REQUIRE(dense_up(&B, 0, &dB, &bb) && dense_up(&C, 0, &dC, &cb));
+        const size_t bytes = (size_t)(cols * n) * 4;
+        float *r[4];
+        for (int i = 0; i < 4; i++) r[i] = (float *)malloc(bytes);
 #ifdef BSK_WITH_CUDA
-    cudaStream_t st = NULL;
-    CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking) == cudaSuccess);
+        cudaStream_t st = NULL;
+        CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking) == cudaSuccess);
 #endif
-    for (int i = 0; i < 4; i++) {
+        for (int i = 0; i < 4; i++) {
 #ifdef BSK_WITH_CUDA
-        if (i == 2) CHECK_STATUS(bsk_set_stream(ctx, st), BSK_SUCCESS);
+            if (i == 2) CHECK_STATUS(bsk_set_stream(ctx, st), BSK_SUCCESS);
 #endif
-        int fam = i == 3 ? 2 : 1;
-        CHECK_STATUS(family_spmm(ctx, fam, BSK_OP_T, 1.0f, &dA, &dB, 0.0f, &dC), BSK_SUCCESS);
-        CHECK_STATUS(bsk_synchronize(ctx), BSK_SUCCESS);
-        CHECK(dev_get(r[i], dC.data, bytes));
+            int fam = i == 3 ? 2 : 1;
+            CHECK_STATUS(family_spmm(ctx, fam, BSK_OP_T, 1.0f, &dA, &dB, 0.0f, &dC), BSK_SUCCESS);
+            CHECK_STATUS(bsk_synchronize(ctx), BSK_SUCCESS);
+            CHECK(dev_get(r[i], dC.data, bytes));
+        }
+        CHECK(memcmp(r[0], r[1], bytes) == 0);
+        CHECK(memcmp(r[0], r[2], bytes) == 0);
+        double *ref = (double *)malloc((size_t)(cols * n) * sizeof *ref);
+        bsk_ref_spmm(BSK_OP_T, 1.0, &A, &B, 0.0, NULL, ref);
+        bsk_dense got = {cols, n, n, BSK_F32, BSK_MEM_HOST, r[0]};
+        CHECK_REL(bsk_rel_err_dense(&got, ref), bsk_tol(BSK_BF16, BSK_F32));
+        got.data = r[3];
+        CHECK_REL(bsk_rel_err_dense(&got, ref), bsk_tol(BSK_BF16, BSK_F32));
+        bsk_set_stream(ctx, NULL);
+        bsk_destroy(ctx); /* frees the cached index after the stream's work */
+#ifdef BSK_WITH_CUDA
+        cudaStreamDestroy(st);
+#endif
+        for (int i = 0; i < 4; i++) free(r[i]);
+        free(ref);
+        dev_free(bb);
+        dev_free(cb);
+        bsk_bsr_free(&dA);
+        bsk_bsr_free(&A);
+        bsk_test_dense_free(&B);
+        bsk_test_dense_free(&C);
     }
-    CHECK(memcmp(r[0], r[1], bytes) == 0);
-    CHECK(memcmp(r[0], r[2], bytes) == 0);
-    double *ref = (double *)malloc((size_t)(cols * n) * sizeof *ref);
-    bsk_ref_spmm(BSK_OP_T, 1.0, &A, &B, 0.0, NULL, ref);
-    bsk_dense got = {cols, n, n, BSK_F32, BSK_MEM_HOST, r[0]};
-    CHECK_REL(bsk_rel_err_dense(&got, ref), bsk_tol(BSK_BF16, BSK_F32));
-    got.data = r[3];
-    CHECK_REL(bsk_rel_err_dense(&got, ref), bsk_tol(BSK_BF16, BSK_F32));
-    bsk_set_stream(ctx, NULL);
-    bsk_destroy(ctx); /* frees the cached index after the stream's work */
-#ifdef BSK_WITH_CUDA
-    cudaStreamDestroy(st);
-#endif
-    for (int i = 0; i < 4; i++) free(r[i]);
-    free(ref);
-    dev_free(bb);
-    dev_free(cb);
-    bsk_bsr_free(&dA);
-    bsk_bsr_free(&A);
-    bsk_test_dense_free(&B);
-    bsk_test_dense_free(&C);
 }
 
 /* Malformed device indices (bsk_spmm checks only O(1) things on the device): col_idx out of range,
@@ -694,4 +700,46 @@ BSK_TEST(gpu_sddmm_simt_and_edges)
         c.density = 0.1;
         sd_check(t, &c, EXPECT_TC, FAM_PORTABLE | FAM_SIMT);
     }
+}
+
+/* A device pattern rewritten in place: after bsk_forget_patterns the op-T result follows the new pattern
+   (the cached transpose index of the old one is gone). Same pointers, same sizes: only forget can tell. */
+BSK_TEST(gpu_spmm_forget_patterns_after_rewrite)
+{
+    NEED_GPU();
+    bsk_context *ctx = NULL;
+    REQUIRE_OK(bsk_create(&ctx, BSK_BACKEND_CUDA));
+    bsk_rng *rng = bsk_test_rng();
+    const int64_t rows = 32 * 12, cols = 32 * 10, n = 40;
+    bsk_bsr A1, A2, dA;
+    REQUIRE_OK(bsk_bsr_random(rows, cols, 32, 32, 0.3, BSK_PATTERN_UNIFORM, bsk_rng_next(rng), BSK_F16, &A1));
+    REQUIRE_OK(bsk_bsr_random(rows, cols, 32, 32, 0.3, BSK_PATTERN_SKEWED, bsk_rng_next(rng), BSK_F16, &A2));
+    REQUIRE(A1.nnzb == A2.nnzb);
+    REQUIRE_OK(bsk_bsr_clone(&A1, BSK_MEM_DEVICE, &dA));
+    bsk_dense B = bsk_test_dense(rows, n, 0, BSK_F16, rng), C = bsk_test_dense_poison(cols, n, 0, BSK_F32), dB, dC;
+    void *bb = NULL, *cb = NULL;
+    REQUIRE(dense_up(&B, 0, &dB, &bb) && dense_up(&C, 0, &dC, &cb));
+    CHECK_STATUS(bsk_spmm(ctx, BSK_OP_T, 1.0f, &dA, &dB, 0.0f, &dC), BSK_SUCCESS); /* caches A1's index */
+    CHECK_STATUS(bsk_synchronize(ctx), BSK_SUCCESS);
+    /* rewrite the pattern and values in place: same addresses, same sizes */
+    int64_t mb = bsk_bsr_mb(&A1), vbytes = A1.nnzb * 32 * 32 * 2;
+    CHECK(dev_put(dA.row_ptr, A2.row_ptr, (size_t)(mb + 1) * 4));
+    CHECK(dev_put(dA.col_idx, A2.col_idx, (size_t)A2.nnzb * 4));
+    CHECK(dev_put(dA.values, A2.values, (size_t)vbytes));
+    CHECK_STATUS(bsk_forget_patterns(ctx), BSK_SUCCESS);
+    CHECK(dev_put(dC.data, C.data, (size_t)(cols * n) * 4)); /* poison again */
+    CHECK_STATUS(bsk_spmm(ctx, BSK_OP_T, 1.0f, &dA, &dB, 0.0f, &dC), BSK_SUCCESS);
+    CHECK_STATUS(bsk_synchronize(ctx), BSK_SUCCESS);
+    float *got = (float *)malloc((size_t)(cols * n) * 4);
+    double *ref = (double *)malloc((size_t)(cols * n) * sizeof *ref);
+    CHECK(dev_get(got, dC.data, (size_t)(cols * n) * 4));
+    bsk_ref_spmm(BSK_OP_T, 1.0, &A2, &B, 0.0, NULL, ref);
+    bsk_dense g = {cols, n, n, BSK_F32, BSK_MEM_HOST, got};
+    CHECK_REL(bsk_rel_err_dense(&g, ref), bsk_tol(BSK_F16, BSK_F32));
+    CHECK_STATUS(bsk_forget_patterns(NULL), BSK_ERR_NULL_POINTER);
+    free(got); free(ref);
+    dev_free(bb); dev_free(cb);
+    bsk_bsr_free(&dA); bsk_bsr_free(&A1); bsk_bsr_free(&A2);
+    bsk_test_dense_free(&B); bsk_test_dense_free(&C);
+    bsk_destroy(ctx);
 }

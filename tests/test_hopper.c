@@ -10,11 +10,8 @@
 #ifdef BSK_WITH_CUDA
 #include <cuda_runtime.h>
 
-/* Internal tuning knobs of src/cuda/hopper/spmm_hopper.cu (only to force many items per CTA below). */
-struct bsk_hopper_tune_s {
-    int b64_wgn, band_mb, no_pdl, max_ctas, bdesc_swap, epi, classes, wait0;
-};
-extern struct bsk_hopper_tune_s bsk__hopper_tune;
+/* Internal knobs of the Hopper path (src/cuda/hopper/tune.h): force variants and many items per CTA. */
+#include "cuda/hopper/tune.h"
 
 /* NULL when the Hopper path can run here; otherwise why the test skips. */
 static const char *hopper_skip_reason(bsk_context **ctx)
@@ -218,6 +215,34 @@ BSK_TEST(gpu_hopper_spmm_persistent_few_ctas)
     bsk_destroy(ctx);
 }
 
+/* The 2-CTA cluster variant (BM = 128, A multicast to both CTAs, 16-bit C with beta = 0): tails, an odd
+   number of N tiles (the second CTA's tile is past N), empty rows, skew, few clusters taking many items. */
+BSK_TEST(gpu_hopper_spmm_cluster)
+{
+    bsk_context *ctx = NULL;
+    const char *why = hopper_skip_reason(&ctx);
+    if (why) SKIP(why);
+    struct bsk_hopper_tune_s saved = bsk__hopper_tune;
+    bsk__hopper_tune.cluster = 1;
+    bsk_rng *r = bsk_test_rng();
+    const int b = 128;
+    for (int v = 0; v < 4; v++) {
+        bsk__hopper_tune.max_ctas = v >= 2 ? 4 : 0;
+        int64_t M = 3 * b + bsk_rng_int(r, 1, b - 1), K = 5 * b + bsk_rng_int(r, 1, b - 1);
+        int64_t N = 8 * bsk_rng_int(r, 40, 100); /* 1..4 N tiles of 256, odd or even */
+        bsk_bsr A = random_bsr(v == 3 ? 10 * b : M, K, b, v == 1 ? 0.15 : 0.5, v == 3 ? BSK_PATTERN_SKEWED : BSK_PATTERN_UNIFORM,
+                               v % 2 ? BSK_BF16 : BSK_F16);
+        run_device_case(t, ctx, &A, N, 8 * (v % 2), 8 * (v / 2), v % 2 ? BSK_BF16 : BSK_F16, 0.75f, 0.0f, 1);
+        if (strcmp(bsk_last_kernel(ctx), "hopper-wgmma-b128x2") != 0) {
+            t->failed++;
+            fprintf(stderr, "  last kernel %s, want hopper-wgmma-b128x2\n", bsk_last_kernel(ctx));
+        }
+        bsk_bsr_free(&A);
+    }
+    bsk__hopper_tune = saved;
+    bsk_destroy(ctx);
+}
+
 /* Malformed device indices (row_ptr past nnzb and decreasing, col_idx out of range) must not fault:
    the call succeeds (device indices are not validated) and the stream stays healthy. */
 BSK_TEST(gpu_hopper_spmm_malformed_indices_safe)
@@ -244,6 +269,34 @@ BSK_TEST(gpu_hopper_spmm_malformed_indices_safe)
     CHECK_STATUS(bsk_spmm(ctx, BSK_OP_N, 1.0f, &dA, &dB, 0.0f, &dC), BSK_SUCCESS);
     CHECK_STATUS(bsk_synchronize(ctx), BSK_SUCCESS);
     CHECK(cudaDeviceSynchronize() == cudaSuccess);
+    cudaFree(dB.data);
+    cudaFree(dC.data);
+    bsk_test_dense_free(&B);
+    bsk_test_dense_free(&C);
+    bsk_bsr_free(&dA);
+    bsk_bsr_free(&A);
+    /* the same with 128-blocks through the cluster variant (16-bit C) */
+    struct bsk_hopper_tune_s saved = bsk__hopper_tune;
+    bsk__hopper_tune.cluster = 1;
+    A = random_bsr(4 * 128, 4 * 128, 128, 0.5, BSK_PATTERN_UNIFORM, BSK_F16);
+    REQUIRE_OK(bsk_bsr_clone(&A, BSK_MEM_DEVICE, &dA));
+    free(bad_ci);
+    bad_ci = (int32_t *)malloc((size_t)A.nnzb * 4);
+    for (int64_t k = 0; k < A.nnzb; k++) bad_ci[k] = (k % 3 == 0) ? -7 : (k % 3 == 1 ? 99 : (int32_t)(k % 4));
+    REQUIRE(cudaMemcpy(dA.row_ptr, bad_rp, sizeof bad_rp, cudaMemcpyHostToDevice) == cudaSuccess);
+    REQUIRE(cudaMemcpy(dA.col_idx, bad_ci, (size_t)A.nnzb * 4, cudaMemcpyHostToDevice) == cudaSuccess);
+    B = bsk_test_dense(A.cols, 512, 0, BSK_F16, r);
+    C = bsk_test_dense_poison(A.rows, 512, 0, BSK_F16);
+    dB = B;
+    dC = C;
+    dB.mem = dC.mem = BSK_MEM_DEVICE;
+    dB.data = dev_copy(B.data, dense_bytes(&B));
+    dC.data = dev_copy(C.data, dense_bytes(&C));
+    REQUIRE(dB.data && dC.data);
+    CHECK_STATUS(bsk_spmm(ctx, BSK_OP_N, 1.0f, &dA, &dB, 0.0f, &dC), BSK_SUCCESS);
+    CHECK_STATUS(bsk_synchronize(ctx), BSK_SUCCESS);
+    CHECK(cudaDeviceSynchronize() == cudaSuccess);
+    bsk__hopper_tune = saved;
     cudaFree(dB.data);
     cudaFree(dC.data);
     free(bad_ci);

@@ -3,7 +3,9 @@
 Nothing here imports torch. Results are written in place into the arrays given (zero copies): the
 arrays' memory is handed to the library through DLPack.
 """
+import atexit
 import threading
+import weakref
 
 from . import _bsk
 from ._bsk import BSKError
@@ -11,15 +13,34 @@ from ._bsk import BSKError
 _local = threading.local()
 
 
+class _Contexts:
+    """One thread's contexts, by device index (an object, so that it can be weakly referenced)."""
+
+    def __init__(self):
+        self.by_device = {}
+
+
+_all_contexts = weakref.WeakSet()  # live threads' contexts, so that exit can release them
+
+
+@atexit.register
+def _release_contexts():
+    # Destroy the contexts while the CUDA runtime is still up: Python's exit handlers run before the C
+    # library's, where the (static) CUDA runtime tears itself down.
+    for ctxs in list(_all_contexts):
+        ctxs.by_device.clear()
+
+
 def context(device_index=-1):
     """This thread's bsk context for a CUDA device index (-1: host). A bsk_context is not thread-safe and
     keeps per-device state, hence one per (thread, device)."""
     ctxs = getattr(_local, "ctxs", None)
     if ctxs is None:
-        ctxs = _local.ctxs = {}
-    ctx = ctxs.get(device_index)
+        ctxs = _local.ctxs = _Contexts()
+        _all_contexts.add(ctxs)
+    ctx = ctxs.by_device.get(device_index)
     if ctx is None:
-        ctx = ctxs[device_index] = _bsk.Context(_bsk.BACKEND_AUTO)
+        ctx = ctxs.by_device[device_index] = _bsk.Context(_bsk.BACKEND_AUTO)
     return ctx
 
 

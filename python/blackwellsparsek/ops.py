@@ -4,7 +4,6 @@
 Every call hands the tensors' memory to libbsk through DLPack (no copies) and runs on the caller's current
 CUDA stream, so it orders with surrounding torch work and can be captured in a CUDA graph.
 """
-import math
 
 import torch
 from torch.utils.weak import WeakIdKeyDictionary

@@ -162,3 +162,28 @@ def test_last_kernel_reports_cpu():
     A = random_bsr(32, 32, (16, 16), 0.5, torch.float32, "cpu")
     bsk.sparse_mm(A, nonzero_uniform((32, 4), torch.float32, "cpu"))
     assert bsk.last_kernel() == "cpu"
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_threads_get_their_own_contexts(device):
+    """Each thread uses its own bsk context (they are not thread-safe); results agree with one thread's."""
+    import threading
+
+    A = random_bsr(96, 80, (16, 16), 0.5, torch.float32, device)
+    B = nonzero_uniform((80, 24), torch.float32, device)
+    ref = bsk.sparse_mm(A, B)
+    results, errors = [], []
+
+    def work():
+        try:
+            for _ in range(10):
+                results.append(torch.equal(bsk.sparse_mm(A, B), ref))
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and len(results) == 40 and all(results)

@@ -31,6 +31,11 @@ void bsk_destroy(bsk_context *ctx)
 bsk_status bsk_set_stream(bsk_context *ctx, void *stream)
 {
     if (!ctx) return BSK_ERR_NULL_POINTER;
+    if (stream != ctx->stream && ctx->cuda) {
+        /* the workspace and pattern caches were last used on the old stream: order that work first */
+        bsk_status s = bsk_cuda_stream_switch(ctx, stream);
+        if (s) return s;
+    }
     ctx->stream = stream;
     return BSK_SUCCESS;
 }
@@ -48,6 +53,13 @@ bsk_status bsk_synchronize(bsk_context *ctx)
 {
     if (!ctx) return BSK_ERR_NULL_POINTER;
     return ctx->has_device ? bsk_cuda_synchronize(ctx) : BSK_SUCCESS;
+}
+
+bsk_status bsk_forget_patterns(bsk_context *ctx)
+{
+    if (!ctx) return BSK_ERR_NULL_POINTER;
+    if (ctx->cuda) bsk_cuda_forget_patterns(ctx);
+    return BSK_SUCCESS;
 }
 
 const char *bsk_last_kernel(const bsk_context *ctx) { return ctx && ctx->last_kernel ? ctx->last_kernel : "none"; }

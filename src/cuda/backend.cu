@@ -51,6 +51,25 @@ extern "C" bsk_status bsk_cuda_synchronize(bsk_context *ctx)
     return bsk_cuda_status(cudaStreamSynchronize((cudaStream_t)ctx->stream));
 }
 
+extern "C" bsk_status bsk_cuda_stream_switch(bsk_context *ctx, void *next)
+{
+    cudaStream_t from = (cudaStream_t)ctx->stream, to = (cudaStream_t)next;
+    cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
+    /* A capturing stream cannot wait on an event recorded outside its capture; the caller orders work
+       around a capture themselves (as for any library on a capture stream). */
+    if (cudaStreamIsCapturing(to, &cap) != cudaSuccess || cap != cudaStreamCaptureStatusNone ||
+        cudaStreamIsCapturing(from, &cap) != cudaSuccess || cap != cudaStreamCaptureStatusNone) {
+        (void)cudaGetLastError();
+        return BSK_SUCCESS;
+    }
+    cudaEvent_t ev;
+    cudaError_t e = cudaEventCreateWithFlags(&ev, cudaEventDisableTiming);
+    if (e == cudaSuccess) e = cudaEventRecord(ev, from);
+    if (e == cudaSuccess) e = cudaStreamWaitEvent(to, ev, 0);
+    (void)cudaEventDestroy(ev);
+    return bsk_cuda_status(e);
+}
+
 struct bsk_cuda_state *bsk_cuda_state_get(bsk_context *ctx)
 {
     if (ctx->cuda) return ctx->cuda;
@@ -92,6 +111,11 @@ extern "C" void bsk_cuda_release(bsk_context *ctx)
     if (ctx->cuda->workspace) (void)cudaFree(ctx->cuda->workspace);
     free(ctx->cuda);
     ctx->cuda = NULL;
+}
+
+extern "C" void bsk_cuda_forget_patterns(bsk_context *ctx)
+{
+    if (ctx->cuda) bsk_cuda_pattern_cache_release(ctx->cuda);
 }
 
 extern "C" const char *bsk_cuda_arch_list(void)

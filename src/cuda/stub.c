@@ -14,7 +14,9 @@ bsk_status bsk_cuda_memcpy(void *dst, const void *src, size_t bytes, int dd, int
     return BSK_SUCCESS;
 }
 bsk_status bsk_cuda_synchronize(bsk_context *ctx) { (void)ctx; return BSK_SUCCESS; }
+bsk_status bsk_cuda_stream_switch(bsk_context *ctx, void *next) { (void)ctx; (void)next; return BSK_SUCCESS; }
 void bsk_cuda_release(bsk_context *ctx) { (void)ctx; }
+void bsk_cuda_forget_patterns(bsk_context *ctx) { (void)ctx; }
 const char *bsk_cuda_arch_list(void) { return "none (built without CUDA)"; }
 bsk_status bsk_cuda_device_query(bsk_device_info *info)
 {

@@ -7,29 +7,19 @@
 
 using namespace bsk_hopper;
 
-/* Internal tuning knobs for experiments (bench/hopper_probe.c sets them; not part of the public API).
-   0 means the default. */
-extern "C" {
-struct bsk_hopper_tune_s {
-    int b64_wgn;   /* BM = 64: wgmma N per consumer warpgroup, 128 (tile 64 x 256) or 256 (tile 64 x 512)  */
-    int band_mb;   /* L2 budget in MB for the A blocks of one band of rows (default 16)                    */
-    int no_pdl;    /* 1: launch the main kernel without programmatic dependent launch                      */
-    int max_ctas;  /* cap on the persistent grid (default: one CTA per SM)                                */
-    int bdesc_swap; /* 1: swap B's descriptor LBO/SBO (a probe of the layout; wrong results expected)     */
-    int epi;        /* 0: TMA-store epilogue when C is 16-bit and beta = 0; 1: always the direct epilogue     */
-    int classes;    /* 0: bands cut at bit-length classes of the row length; 1: no classes; 2: 2 bits/class  */
-    int wait0;      /* 1: TMA-epilogue configurations with wait_group 0 after every stage                    */
-};
-struct bsk_hopper_tune_s bsk__hopper_tune = {0, 0, 0, 0, 0, 0, 0, 0};
-}
+#include "tune.h"
 
-typedef Cfg<128, 256, 4, false> Cfg128;  /* tile 128 x 256, 48 KB stages, direct epilogue          */
+struct bsk_hopper_tune_s bsk__hopper_tune = {0, 0, 0, 0, 0, 0, 0, 0, 0};
+
+/* Defaults decided by measurement (docs/hopper-spmm-notes.md). */
+static const int CLUSTER_DEFAULT = 0;
+
+typedef Cfg<128, 256, 4, false> Cfg128;  /* tile 128 x 256, 48 KB stages, direct epilogue            */
 typedef Cfg<128, 256, 3, true> Cfg128t;  /* the same, 3 stages + 64 KB staging for the TMA-store epilogue */
-typedef Cfg<64, 128, 5, false> Cfg64;    /* tile 64 x 256, 40 KB stages                              */
-typedef Cfg<64, 128, 4, true> Cfg64t;    /* the same, 4 stages + 32 KB staging                       */
-typedef Cfg<64, 256, 3, false> Cfg64w;   /* tile 64 x 512, 72 KB stages (experiment)                 */
-typedef Cfg<128, 256, 3, true, false> Cfg128t0; /* experiments: wait_group 0 after every stage           */
-typedef Cfg<64, 128, 4, true, false> Cfg64t0;
+typedef Cfg<128, 256, 3, true, false, 2> Cfg128tc; /* Cfg128t in 2-CTA clusters, A multicast         */
+typedef Cfg<64, 128, 5, false> Cfg64;    /* tile 64 x 256, 40 KB stages                                */
+typedef Cfg<64, 128, 4, true> Cfg64t;    /* the same, 4 stages + 32 KB staging                         */
+typedef Cfg<64, 256, 3, false> Cfg64w;   /* tile 64 x 512, 72 KB stages (experiment)                   */
 
 template <class CF, int DT>
 static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, const bsk_bsr *A, const bsk_dense *B,
@@ -38,9 +28,10 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, cons
     cudaStream_t stream = (cudaStream_t)ctx->stream;
     if ((size_t)CF::SMEM > st->smem_optin) return BSK_ERR_UNSUPPORTED;
     const int64_t M = C->rows, N = C->cols, K = B->rows;
-    const int64_t mb = bsk_bsr_mb(A), nb = bsk_bsr_nb(A), nt = (N + CF::BN - 1) / CF::BN;
+    const int64_t mb = bsk_bsr_mb(A), nb = bsk_bsr_nb(A);
+    const int64_t nt = ((N + CF::BN - 1) / CF::BN + CF::CLUSTER - 1) / CF::CLUSTER; /* items per row */
     /* TMA coordinates and the item counter are 32-bit: leave giant shapes to the portable path. */
-    if (K + 2 * CF::BM >= INT32_MAX || N + CF::BN >= INT32_MAX || M + 2 * CF::BM >= INT32_MAX ||
+    if (K + 2 * CF::BM >= INT32_MAX || N + 2 * CF::BN >= INT32_MAX || M + 2 * CF::BM >= INT32_MAX ||
         mb * nt + 4096 >= INT32_MAX)
         return BSK_ERR_UNSUPPORTED;
 
@@ -48,7 +39,10 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, cons
     bsk_status s;
     /* With no blocks there is nothing to load; any valid 16-byte-aligned address keeps the map legal. */
     const void *vals = A->nnzb ? A->values : B->data;
-    if ((s = bsk_hopper_tmap_3d(&tmA, vals, A->dtype, A->nnzb ? (uint64_t)A->nnzb : 1u, CF::BM, CF::BM, CF::BM, 64)))
+    /* In a cluster each CTA loads (and multicasts) 64 rows of A's panel. */
+    const uint32_t a_box_rows = CF::CLUSTER > 1 ? 64u : (uint32_t)CF::BM;
+    if ((s = bsk_hopper_tmap_3d(&tmA, vals, A->dtype, A->nnzb ? (uint64_t)A->nnzb : 1u, CF::BM, CF::BM, a_box_rows,
+                                64)))
         return s;
     if ((s = bsk_hopper_tmap_2d(&tmB, B->data, B->dtype, (uint64_t)K, (uint64_t)N, (uint64_t)B->ld, 64, 64))) return s;
     if (!CF::EPI) tmC = tmB; /* unused */
@@ -88,29 +82,57 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, cons
     p.b_lbo = bsk__hopper_tune.bdesc_swap ? 1024u : 8192u;
     p.b_sbo = bsk__hopper_tune.bdesc_swap ? 8192u : 1024u;
 
-    int grid = st->sms;
-    if (bsk__hopper_tune.max_ctas > 0 && bsk__hopper_tune.max_ctas < grid) grid = bsk__hopper_tune.max_ctas;
-    if ((int64_t)grid > mb * nt) grid = (int)(mb * nt);
-
     cudaError_t e;
     e = cudaFuncSetAttribute(spmm_kernel<CF, DT>, cudaFuncAttributeMaxDynamicSharedMemorySize, CF::SMEM);
     if (e != cudaSuccess) { (void)cudaGetLastError(); return BSK_ERR_UNSUPPORTED; }
+
+    cudaLaunchConfig_t cfg;
+    cudaLaunchAttribute attr[2];
+    int na = 0;
+    cfg.blockDim = dim3(CF::THREADS);
+    cfg.dynamicSmemBytes = CF::SMEM;
+    cfg.stream = stream;
+    cfg.attrs = attr;
+    int grid = st->sms;
+    if (CF::CLUSTER > 1) {
+        /* how many clusters fit at once (GPCs with an odd number of free SMs leave one out): asked once */
+        static int max_clusters = -1;
+        attr[0].id = cudaLaunchAttributeClusterDimension;
+        attr[0].val.clusterDim.x = CF::CLUSTER;
+        attr[0].val.clusterDim.y = 1;
+        attr[0].val.clusterDim.z = 1;
+        na = 1;
+        if (max_clusters < 0) {
+            int n = 0;
+            cfg.gridDim = dim3((unsigned)(st->sms / CF::CLUSTER * CF::CLUSTER));
+            cfg.numAttrs = 1;
+            if (cudaOccupancyMaxActiveClusters(&n, spmm_kernel<CF, DT>, &cfg) != cudaSuccess) {
+                (void)cudaGetLastError();
+                n = 0;
+            }
+            max_clusters = n;
+        }
+        if (max_clusters <= 0) return BSK_ERR_UNSUPPORTED;
+        grid = max_clusters * CF::CLUSTER;
+    }
+    bsk__hopper_tune.out_max_grid = grid;
+    if (bsk__hopper_tune.max_ctas > 0 && bsk__hopper_tune.max_ctas < grid) grid = bsk__hopper_tune.max_ctas;
+    if ((int64_t)grid > mb * nt * CF::CLUSTER) grid = (int)(mb * nt * CF::CLUSTER);
+    grid = grid / CF::CLUSTER * CF::CLUSTER;
+    if (grid < CF::CLUSTER) grid = CF::CLUSTER;
 
     const int cls = bsk__hopper_tune.classes == 1 ? 0 : bsk__hopper_tune.classes == 2 ? 2 : 1;
     spmm_prep_kernel<<<1, 1024, 0, stream>>>(A->row_ptr, (int)mb, (int)A->nnzb, (int)band, cls, sorted, bandinfo,
                                              counter);
     if ((s = BSK_CUDA_LAUNCH_CHECK())) return s;
 
-    cudaLaunchConfig_t cfg;
-    cudaLaunchAttribute attr[1];
     cfg.gridDim = dim3((unsigned)grid);
-    cfg.blockDim = dim3(CF::THREADS);
-    cfg.dynamicSmemBytes = CF::SMEM;
-    cfg.stream = stream;
-    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[0].val.programmaticStreamSerializationAllowed = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = bsk__hopper_tune.no_pdl ? 0 : 1;
+    if (!bsk__hopper_tune.no_pdl) {
+        attr[na].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        attr[na].val.programmaticStreamSerializationAllowed = 1;
+        na++;
+    }
+    cfg.numAttrs = (unsigned)na;
     e = cudaLaunchKernelEx(&cfg, spmm_kernel<CF, DT>, tmA, tmB, tmC, p);
     if (e != cudaSuccess) { (void)cudaGetLastError(); return bsk_cuda_status(e); }
     ctx->last_kernel = name;
@@ -137,12 +159,18 @@ bsk_status bsk_hopper_spmm(bsk_context *ctx, bsk_op op, float alpha, const bsk_b
         return BSK_ERR_UNSUPPORTED;
     if (C->rows == 0 || C->cols == 0) return BSK_SUCCESS;
     const int bf = A->dtype == BSK_BF16;
-    /* The TMA-store epilogue writes 16-bit C without reading it: beta must be 0. */
-    const int tma_epi = bsk__hopper_tune.epi == 0 && C->dtype != BSK_F32 && beta == 0.0f;
+    /* The TMA-store epilogue writes 16-bit C without reading it (beta must be 0); it writes whole 16-byte
+       chunks at the end of a row (measured: columns past N in the same chunk were overwritten), so N must
+       be a multiple of 8 elements. */
+    const int tma_epi = bsk__hopper_tune.epi == 0 && C->dtype != BSK_F32 && beta == 0.0f && C->cols % 8 == 0;
+    bsk_status s;
     if (b == 128) {
-        if (tma_epi && bsk__hopper_tune.wait0)
-            return bf ? launch<Cfg128t0, BSK_BF16>(ctx, st, A, B, alpha, beta, C, "hopper-wgmma-b128")
-                      : launch<Cfg128t0, BSK_F16>(ctx, st, A, B, alpha, beta, C, "hopper-wgmma-b128");
+        const int cl = bsk__hopper_tune.cluster == 1 || (bsk__hopper_tune.cluster == 0 && CLUSTER_DEFAULT);
+        if (tma_epi && cl) {
+            s = bf ? launch<Cfg128tc, BSK_BF16>(ctx, st, A, B, alpha, beta, C, "hopper-wgmma-b128x2")
+                   : launch<Cfg128tc, BSK_F16>(ctx, st, A, B, alpha, beta, C, "hopper-wgmma-b128x2");
+            if (s != BSK_ERR_UNSUPPORTED) return s; /* else: no cluster fits; run unclustered */
+        }
         if (tma_epi)
             return bf ? launch<Cfg128t, BSK_BF16>(ctx, st, A, B, alpha, beta, C, "hopper-wgmma-b128")
                       : launch<Cfg128t, BSK_F16>(ctx, st, A, B, alpha, beta, C, "hopper-wgmma-b128");
@@ -152,9 +180,6 @@ bsk_status bsk_hopper_spmm(bsk_context *ctx, bsk_op op, float alpha, const bsk_b
     if (bsk__hopper_tune.b64_wgn == 256)
         return bf ? launch<Cfg64w, BSK_BF16>(ctx, st, A, B, alpha, beta, C, "hopper-wgmma-b64")
                   : launch<Cfg64w, BSK_F16>(ctx, st, A, B, alpha, beta, C, "hopper-wgmma-b64");
-    if (tma_epi && bsk__hopper_tune.wait0)
-        return bf ? launch<Cfg64t0, BSK_BF16>(ctx, st, A, B, alpha, beta, C, "hopper-wgmma-b64")
-                  : launch<Cfg64t0, BSK_F16>(ctx, st, A, B, alpha, beta, C, "hopper-wgmma-b64");
     if (tma_epi)
         return bf ? launch<Cfg64t, BSK_BF16>(ctx, st, A, B, alpha, beta, C, "hopper-wgmma-b64")
                   : launch<Cfg64t, BSK_F16>(ctx, st, A, B, alpha, beta, C, "hopper-wgmma-b64");

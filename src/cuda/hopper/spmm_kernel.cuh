@@ -40,7 +40,7 @@ struct SpmmParams {
     float alpha, beta;
     int M, N;               /* C is M x N                                                           */
     int mb, nb;             /* block rows / block columns of A                                      */
-    int nt;                 /* N tiles                                                              */
+    int nt;                 /* N tiles, or pairs of N tiles when two CTAs form a cluster            */
     int band_rows;          /* rows per band (see above)                                            */
     unsigned total_items;   /* mb * nt                                                              */
     uint32_t b_lbo, b_sbo;  /* B descriptor strides in bytes (8192 between 64-column panels, 1024
@@ -53,13 +53,21 @@ enum { META_SKIP = 1, META_END = 2 };
    the tile in shared memory (16-bit C, 128-byte swizzled 64-column panels) and writes it with TMA stores,
    which run on while the next tile's mainloop starts; otherwise the registers go straight to global memory.
    WAIT1: after issuing a stage's wgmmas, wait only for the previous stage's (wait_group 1) and release that
-   one, so a warpgroup always has work queued on the tensor cores; else wait_group 0 after every stage. */
-template <int BM_, int WGN_, int STAGES_, bool EPI_, bool WAIT1_ = true> struct Cfg {
+   one; else wait_group 0 after every stage. Measured: with 3 stages WAIT1 is slower (it holds a stage back
+   from the producer), so every shipped configuration uses wait_group 0.
+   CLUSTER = 2: two CTAs (a cluster) take the same block row and two adjacent N tiles. CTA 0 takes items from
+   the queue and hands each to CTA 1 through a small channel in CTA 1's shared memory; both producers then walk
+   the same blocks: each TMA-multicasts its half (64 rows) of A's panel into both CTAs and loads its own B
+   panels. A stage slot is free for a producer when the consumers of both CTAs have released it (each
+   consumer warp arrives on both CTAs' empty barriers). Per SM and stage: 8 + 32 KB from L2 instead of 48.
+   (A first version where CTA 0's producer issued everything was 1.6x slower: one TMA unit carried 80 KB.) */
+template <int BM_, int WGN_, int STAGES_, bool EPI_, bool WAIT1_ = false, int CLUSTER_ = 1> struct Cfg {
     static constexpr int BM = BM_;                   /* block size = rows of a tile                  */
     static constexpr int WGN = WGN_;                 /* wgmma N per consumer warpgroup               */
     static constexpr int STAGES = STAGES_;
     static constexpr bool EPI = EPI_;
     static constexpr bool WAIT1 = WAIT1_;            /* keep one stage of wgmma in flight (wait_group 1) */
+    static constexpr int CLUSTER = CLUSTER_;         /* CTAs sharing A (1 or 2)                       */
     static constexpr bool SPLIT_N = (BM_ == 64);     /* BM 64: the two consumers split the columns  */
     static constexpr int BN = SPLIT_N ? 2 * WGN_ : WGN_;
     static constexpr int KSUB = BM_ / 64;            /* 64-wide K stages per block                   */
@@ -73,7 +81,9 @@ template <int BM_, int WGN_, int STAGES_, bool EPI_, bool WAIT1_ = true> struct 
     static constexpr int C_OFF = B_OFF + STAGES_ * B_BYTES;
     static constexpr int BAR_OFF = C_OFF + (EPI_ ? 2 * C_WG_BYTES : 0);
     static constexpr int META_OFF = BAR_OFF + 2 * STAGES_ * 8;
-    static constexpr int SMEM = META_OFF + STAGES_ * 16 + 1024; /* + slack to align the base to 1024 */
+    static constexpr int CHAN = 2;                   /* item channel slots (clusters)                */
+    static constexpr int CHAN_OFF = META_OFF + STAGES_ * 16; /* full[CHAN], empty[CHAN], t[CHAN]      */
+    static constexpr int SMEM = CHAN_OFF + CHAN * 24 + 1024; /* + slack to align the base to 1024    */
     static constexpr int THREADS = 384;
 };
 
@@ -288,17 +298,26 @@ __global__ void __launch_bounds__(384, 1)
     spmm_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB,
                 const __grid_constant__ CUtensorMap tmC, const SpmmParams p)
 {
+    constexpr bool CL = CF::CLUSTER > 1;
     extern __shared__ uint8_t smem_raw[];
     uint8_t *smem = (uint8_t *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
     const uint32_t sbase = smem_u32(smem);
     const uint32_t full0 = sbase + CF::BAR_OFF, empty0 = full0 + 8 * CF::STAGES;
     int4 *meta = (int4 *)(smem + CF::META_OFF);
     const int wg = threadIdx.x >> 7, warp = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31;
+    const uint32_t rank = CL ? cluster_ctarank() : 0u;
+
+    const uint32_t chf0 = sbase + CF::CHAN_OFF, che0 = chf0 + 8 * CF::CHAN; /* item channel barriers */
+    unsigned *chan_t = (unsigned *)(smem + CF::CHAN_OFF + 16 * CF::CHAN);
 
     if (threadIdx.x == 0) {
         for (int s = 0; s < CF::STAGES; ++s) {
             mbar_init(full0 + 8 * s, 1);
-            mbar_init(empty0 + 8 * s, 8); /* one arrival per consumer warp */
+            mbar_init(empty0 + 8 * s, 8 * CF::CLUSTER); /* one arrival per consumer warp of the cluster */
+        }
+        for (int i = 0; i < CF::CHAN; ++i) {
+            mbar_init(chf0 + 8 * i, 1);
+            mbar_init(che0 + 8 * i, 1);
         }
         mbar_init_fence();
         tma_prefetch_desc(&tmA);
@@ -306,91 +325,124 @@ __global__ void __launch_bounds__(384, 1)
         if (CF::EPI) tma_prefetch_desc(&tmC);
     }
     __syncthreads();
-    grid_dep_wait(); /* the prep kernel's order and counter are visible from here on */
+    if (CL) cluster_sync(); /* every CTA's barriers exist before any other CTA touches them */
+    grid_dep_wait();        /* the prep kernel's order and counter are visible from here on */
 
     if (wg == 0) {
         /* ------------------------------------------------------------ producer */
-        setmaxnreg_dec<40>();
-        if (warp != 0) return;
-        uint32_t s = 0, ph = 0;
-        unsigned t = 0;
-        if (lane == 0) t = atomicAdd(p.counter, 1u);
-        t = __shfl_sync(0xffffffffu, t, 0);
-        for (;;) {
-            if (t >= p.total_items) {
-                if (lane == 0) {
-                    mbar_wait(empty0 + 8 * s, ph ^ 1);
-                    meta[s] = make_int4(0, 0, 0, META_END);
-                    mbar_arrive(full0 + 8 * s);
+        setmaxnreg_dec<48>();
+        if (warp == 0) {
+            uint32_t s = 0, ph = 0, ci = 0, cph = 0;
+            /* Items: CTA 0's lane 0 takes them from the queue (fetch, one item ahead); in a cluster it hands each
+               to CTA 1 through the channel (exchange), whose producer then walks the same blocks. */
+            auto fetch = [&]() -> unsigned { return (lane == 0 && rank == 0) ? atomicAdd(p.counter, 1u) : 0u; };
+            auto exchange = [&](unsigned v) -> unsigned {
+                if (CL) {
+                    if (lane == 0) {
+                        if (rank == 0) {
+                            mbar_wait_cluster(che0 + 8 * ci, cph ^ 1);
+                            st_cluster_u32(mapa(smem_u32(&chan_t[ci]), 1), v);
+                            mbar_arrive_cluster(mapa(chf0 + 8 * ci, 1));
+                        } else {
+                            mbar_wait_cluster(chf0 + 8 * ci, cph);
+                            v = *(volatile unsigned *)&chan_t[ci];
+                            mbar_arrive_cluster(mapa(che0 + 8 * ci, 0));
+                        }
+                    }
+                    if (++ci == CF::CHAN) { ci = 0; cph ^= 1; }
                 }
-                break;
-            }
-            unsigned tn = 0;
-            if (lane == 0) tn = atomicAdd(p.counter, 1u); /* next item, fetched early: used after this one */
-            const unsigned q = t / (unsigned)p.nt;           /* the band holding sorted rank q holds item t */
-            const int2 bi = p.bandinfo[q];
-            const unsigned local = t - (unsigned)bi.x * (unsigned)p.nt;
-            const int ntile = (int)(local / (unsigned)bi.y);
-            const unsigned rank = (unsigned)bi.x + local % (unsigned)bi.y;
-            const int4 e = p.sorted[rank];
-            const int row = e.x, rs = e.y, re = e.z;
-            const int n0 = ntile * CF::BN;
-            if (re <= rs) {
-                if (lane == 0) {
-                    mbar_wait(empty0 + 8 * s, ph ^ 1);
-                    meta[s] = make_int4(row, ntile, 1, META_SKIP);
-                    mbar_arrive(full0 + 8 * s);
+                return __shfl_sync(0xffffffffu, v, 0);
+            };
+            /* one stage's bookkeeping (lane 0): wait for the slot, publish the meta record, arm the full
+               barrier (the TMA loads, if any, follow) */
+            auto open_stage = [&](int4 mv, uint32_t bytes) {
+                const uint32_t fb = full0 + 8 * s;
+                if (CL) mbar_wait_cluster(empty0 + 8 * s, ph ^ 1);
+                else mbar_wait(empty0 + 8 * s, ph ^ 1);
+                meta[s] = mv;
+                if (bytes) mbar_arrive_expect_tx(fb, bytes);
+                else mbar_arrive(fb);
+            };
+            unsigned t = exchange(fetch());
+            for (;;) {
+                if (t >= p.total_items) {
+                    if (lane == 0) open_stage(make_int4(0, 0, 0, META_END), 0);
+                    break;
                 }
-                if (++s == CF::STAGES) { s = 0; ph ^= 1; }
-            } else {
-                const int nst = (int)((unsigned)(re - rs) * (unsigned)CF::KSUB);
-                for (int64_t k0 = rs; k0 < re; k0 += 32) {
-                    const int my = k0 + lane < re ? __ldg(p.col_idx + k0 + lane) : -1;
-                    const int cnt = (int)min((int64_t)32, re - k0);
-                    for (int u = 0; u < cnt; ++u) {
-                        const int j = __shfl_sync(0xffffffffu, my, u);
-                        const bool ok = (unsigned)j < (unsigned)p.nb;
+                const unsigned tn = fetch(); /* next item, fetched early: used after this one */
+                const unsigned q = t / (unsigned)p.nt;           /* the band holding sorted rank q holds item t */
+                const int2 bi = p.bandinfo[q];
+                const unsigned local = t - (unsigned)bi.x * (unsigned)p.nt;
+                const int ntile = (int)(local / (unsigned)bi.y); /* N tile (pair of N tiles with a cluster) */
+                const unsigned rk = (unsigned)bi.x + local % (unsigned)bi.y;
+                const int4 e = p.sorted[rk];
+                const int row = e.x, rs = e.y, re = e.z;
+                const int n0 = (ntile * CF::CLUSTER + (int)rank) * CF::BN;
+                if (re <= rs) {
+                    if (lane == 0) open_stage(make_int4(row, ntile, 1, META_SKIP), 0);
+                    if (++s == CF::STAGES) { s = 0; ph ^= 1; }
+                } else {
+                    const int nst = (int)((unsigned)(re - rs) * (unsigned)CF::KSUB);
+                    for (int64_t k0 = rs; k0 < re; k0 += 32) {
+                        const int my = k0 + lane < re ? __ldg(p.col_idx + k0 + lane) : -1;
+                        const int cnt = (int)min((int64_t)32, re - k0);
+                        for (int u = 0; u < cnt; ++u) {
+                            const int j = __shfl_sync(0xffffffffu, my, u);
+                            const bool ok = (unsigned)j < (unsigned)p.nb;
 #pragma unroll
-                        for (int h = 0; h < CF::KSUB; ++h) {
-                            if (lane == 0) {
-                                const uint32_t fb = full0 + 8 * s;
-                                mbar_wait(empty0 + 8 * s, ph ^ 1);
-                                meta[s] = make_int4(row, ntile, nst, ok ? 0 : META_SKIP);
-                                if (ok) {
-                                    mbar_arrive_expect_tx(fb, CF::STAGE_TX);
-                                    tma_load_3d(sbase + CF::A_OFF + s * CF::A_BYTES, &tmA, fb, h * 64, 0, (int)k0 + u);
-                                    const uint32_t bdst = sbase + CF::B_OFF + s * CF::B_BYTES;
-                                    const int krow = j * CF::BM + h * 64;
+                            for (int h = 0; h < CF::KSUB; ++h) {
+                                if (lane == 0) {
+                                    open_stage(make_int4(row, ntile, nst, ok ? 0 : META_SKIP), ok ? CF::STAGE_TX : 0);
+                                    if (ok) {
+                                        const uint32_t fb = full0 + 8 * s;
+                                        const uint32_t adst = sbase + CF::A_OFF + s * CF::A_BYTES;
+                                        const uint32_t bdst = sbase + CF::B_OFF + s * CF::B_BYTES;
+                                        const int krow = j * CF::BM + h * 64;
+                                        if (CL) /* my 64 rows of A's panel, into both CTAs */
+                                            tma_load_3d_mc(adst + rank * 64u * 128u, &tmA, fb, h * 64, (int)rank * 64,
+                                                           (int)k0 + u, (uint16_t)3);
+                                        else
+                                            tma_load_3d(adst, &tmA, fb, h * 64, 0, (int)k0 + u);
 #pragma unroll
-                                    for (int q = 0; q < CF::PANELS; ++q)
-                                        tma_load_2d(bdst + q * 8192, &tmB, fb, n0 + q * 64, krow);
-                                } else {
-                                    mbar_arrive(fb);
+                                        for (int qq = 0; qq < CF::PANELS; ++qq)
+                                            tma_load_2d(bdst + qq * 8192, &tmB, fb, n0 + qq * 64, krow);
+                                    }
                                 }
+                                if (++s == CF::STAGES) { s = 0; ph ^= 1; }
                             }
-                            if (++s == CF::STAGES) { s = 0; ph ^= 1; }
                         }
                     }
                 }
+                t = exchange(tn);
             }
-            t = __shfl_sync(0xffffffffu, tn, 0);
         }
     } else {
         /* ------------------------------------------------------------ consumers */
-        setmaxnreg_inc<232>();
+        setmaxnreg_inc<224>();
         const int c = wg - 1;
         float acc[CF::WGN / 2];
         uint32_t s = 0, ph = 0;
         const uint32_t a_off = CF::SPLIT_N ? 0u : (uint32_t)c * 64u * 128u;
         const uint32_t b_off = CF::SPLIT_N ? (uint32_t)c * (CF::WGN / 64) * 8192u : 0u;
+        auto wait_full = [&]() {
+            if (CL) mbar_wait_cluster(full0 + 8 * s, ph);
+            else mbar_wait(full0 + 8 * s, ph);
+        };
+        auto release = [&](int st) { /* one arrival per warp on every CTA's empty barrier of the stage */
+            __syncwarp();
+            if (lane == 0 && st >= 0) {
+                mbar_arrive(empty0 + 8 * st);
+                if (CL) mbar_arrive_cluster(mapa(empty0 + 8 * st, rank ^ 1u));
+            }
+        };
         for (;;) {
-            mbar_wait(full0 + 8 * s, ph);
+            wait_full();
             const int4 m = meta[s];
             if (m.w & META_END) {
                 if (CF::EPI && (threadIdx.x & 127) == 0) bulk_wait0(); /* staged tiles read before exit */
                 break;
             }
-            const int row = m.x, ntile = m.y;
+            const int row = m.x, ntile = m.y * CF::CLUSTER + (int)rank;
             const unsigned nst = (unsigned)m.z;
 #pragma unroll
             for (int i = 0; i < CF::WGN / 2; ++i) acc[i] = 0.0f;
@@ -400,10 +452,10 @@ __global__ void __launch_bounds__(384, 1)
             for (unsigned it = 0; it < nst; ++it) {
                 int fl = m.w;
                 if (it) {
-                    mbar_wait(full0 + 8 * s, ph);
+                    wait_full();
                     fl = meta[s].w;
                 }
-                int release = (int)s;
+                int rel = (int)s;
                 if (!(fl & META_SKIP)) {
                     const uint32_t a_addr = sbase + CF::A_OFF + s * CF::A_BYTES + a_off;
                     const uint32_t b_addr = sbase + CF::B_OFF + s * CF::B_BYTES + b_off;
@@ -415,33 +467,28 @@ __global__ void __launch_bounds__(384, 1)
                     wgmma_commit();
                     if (CF::WAIT1) {
                         wgmma_wait<1>(); /* the previous stage's group is done: its buffers can go */
-                        release = prev;
+                        rel = prev;
                         prev = (int)s;
                     } else {
                         wgmma_wait<0>();
                     }
                 }
-                __syncwarp();
-                if (lane == 0 && release >= 0) mbar_arrive(empty0 + 8 * release);
+                release(rel);
                 if (++s == CF::STAGES) { s = 0; ph ^= 1; }
             }
             if (CF::WAIT1) {
                 wgmma_wait<0>();
-                __syncwarp();
-                if (lane == 0 && prev >= 0) mbar_arrive(empty0 + 8 * prev);
+                release(prev);
             }
 #pragma unroll
             for (int i = 0; i < CF::WGN / 2; ++i) reg_fence(acc[i]);
             /* this warpgroup's 64 x WGN part of the tile */
             const int64_t wr0 = (int64_t)row * CF::BM + (CF::SPLIT_N ? 0 : 64 * c);
             const int wc0 = ntile * CF::BN + (CF::SPLIT_N ? c * CF::WGN : 0);
-            const bool full = wr0 + 64 <= p.M && wc0 + CF::WGN <= p.N;
-            const int64_t r0 = wr0 + 16 * warp + (lane >> 2);
-            const int c0 = wc0 + 2 * (lane & 3);
             if constexpr (CF::EPI) {
                 /* stage 64 x WGN (16-bit, alpha applied) in 64-column 128B-swizzled panels, then TMA-store it;
-                   the store clips rows >= M and columns >= N. The buffer is reused only after the previous
-                   item's store has read it. */
+                   the store clips rows >= M and columns >= N (N % 8 == 0 here: see the launcher). The buffer is
+                   reused only after the previous item's store has read it. */
                 const int tw = threadIdx.x & 127;
                 const uint32_t cbuf = sbase + CF::C_OFF + (uint32_t)c * CF::C_WG_BYTES;
                 if (tw == 0) bulk_wait_read0();
@@ -453,22 +500,28 @@ __global__ void __launch_bounds__(384, 1)
                     stage_tile<BSK_BF16, CF::WGN>(acc, cbuf, rl, lane, p.alpha);
                 fence_proxy_async_smem();
                 named_bar_sync(1 + c, 128);
-                if (tw == 0) {
+                if (tw == 0 && wc0 < p.N) {
 #pragma unroll
                     for (int q = 0; q < CF::WGN / 64; ++q) tma_store_2d(&tmC, cbuf + q * 8192, wc0 + 64 * q, (int)wr0);
-                    bulk_commit();
                 }
+                if (tw == 0) bulk_commit();
             } else {
+                const bool full = wr0 + 64 <= p.M && wc0 + CF::WGN <= p.N;
+                const int64_t r0 = wr0 + 16 * warp + (lane >> 2);
+                const int c0 = wc0 + 2 * (lane & 3);
                 char *Cp = (char *)p.C;
-                if (p.ctype == BSK_F32)
-                    store_tile<BSK_F32, CF::WGN>(acc, Cp, p.ldc, r0, c0, full, p.M, p.N, p.alpha, p.beta);
-                else if (p.ctype == BSK_F16)
-                    store_tile<BSK_F16, CF::WGN>(acc, Cp, p.ldc, r0, c0, full, p.M, p.N, p.alpha, p.beta);
-                else
-                    store_tile<BSK_BF16, CF::WGN>(acc, Cp, p.ldc, r0, c0, full, p.M, p.N, p.alpha, p.beta);
+                if (wc0 < p.N) {
+                    if (p.ctype == BSK_F32)
+                        store_tile<BSK_F32, CF::WGN>(acc, Cp, p.ldc, r0, c0, full, p.M, p.N, p.alpha, p.beta);
+                    else if (p.ctype == BSK_F16)
+                        store_tile<BSK_F16, CF::WGN>(acc, Cp, p.ldc, r0, c0, full, p.M, p.N, p.alpha, p.beta);
+                    else
+                        store_tile<BSK_BF16, CF::WGN>(acc, Cp, p.ldc, r0, c0, full, p.M, p.N, p.alpha, p.beta);
+                }
             }
         }
     }
+    if (CL) cluster_sync(); /* no CTA leaves while its peer may still signal its barriers */
 }
 
 } // namespace bsk_hopper

@@ -1,0 +1,23 @@
+/* tune.h — internal knobs of the Hopper SpMM for experiments (bench/hopper_probe.c, tests/test_hopper.c).
+   Not part of the public API; plain C so host test code can include it. 0 everywhere means the default. */
+#ifndef BSK_HOPPER_TUNE_H
+#define BSK_HOPPER_TUNE_H
+#ifdef __cplusplus
+extern "C" {
+#endif
+struct bsk_hopper_tune_s {
+    int b64_wgn;    /* BM = 64: wgmma N per consumer warpgroup, 128 (tile 64 x 256) or 256 (64 x 512, direct)   */
+    int band_mb;    /* L2 budget in MB for the A blocks of one band of rows (default 16)                       */
+    int no_pdl;     /* 1: launch the main kernel without programmatic dependent launch                         */
+    int max_ctas;   /* cap on the persistent grid (default: one CTA per SM)                                    */
+    int bdesc_swap; /* 1: swap B's descriptor LBO/SBO (a probe of the layout; wrong results expected)         */
+    int epi;        /* 0: TMA-store epilogue when C is 16-bit, beta = 0, N % 8 = 0; 1: always the direct one   */
+    int classes;    /* 0: bands cut at bit-length classes of the row length; 1: no classes; 2: 2 bits/class   */
+    int cluster;    /* BM = 128 with the TMA-store epilogue: 0 default, 1 force 2-CTA clusters, 2 force none    */
+    int out_max_grid; /* written by the launcher: the persistent grid before capping by the item count        */
+};
+extern struct bsk_hopper_tune_s bsk__hopper_tune;
+#ifdef __cplusplus
+}
+#endif
+#endif
