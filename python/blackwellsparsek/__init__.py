@@ -4,7 +4,11 @@
     A = bsk.BSRMatrix.from_dense(w, block_size=64, density=0.25)   # or a torch.sparse_bsr_tensor
     y = bsk.sparse_mm(A, x)                                         # differentiable, torch.compile-able
 
-The PyTorch layer (BSRMatrix, sparse_mm, sddmm, nn.BSRLinear) needs torch; the DLPack layer
+Block-sparse attention (forward): bsk.block_sparse_attention(q, k, v, layout) over an AttnLayout (dense,
+causal, local, from_mask, a FlexAttention BlockMask, or the top-k gate bsk.topk_block_layout /
+bsk.nn.TopKBlockGate).
+
+The PyTorch layer (BSRMatrix, sparse_mm, sddmm, nn.BSRLinear, attention) needs torch; the DLPack layer
 (dlpack_spmm, dlpack_sddmm) works on any DLPack arrays (NumPy, torch, CuPy, ...) without it.
 Errors from the library are BSKError (a RuntimeError) with .status ('BSK_ERR_...') and .code.
 """
@@ -16,9 +20,6 @@ from ._dlpack import validate as dlpack_validate
 
 __version__ = _bsk.version()
 
-# Where the Python binding of libbsk's attention work is tracked; named in the stubs' messages.
-ATTENTION_ISSUE = "the 'block-sparse attention: Python binding' issue (bsk_attention_forward, bsk_topk_block_layout)"
-
 try:
     import torch as _torch  # noqa: F401
 except ImportError:  # the DLPack layer still works
@@ -26,12 +27,13 @@ except ImportError:  # the DLPack layer still works
 
 if _torch is not None:
     from . import nn
+    from .attention import AttnLayout, block_scores, block_sparse_attention, topk_block_layout
     from .ops import BSRMatrix, last_kernel, sddmm, sparse_mm
 
 
 def available_ops():
     """The operations this installed package can run (its bindings of libbsk)."""
-    return ["spmm", "sddmm", "bsr_validate"]
+    return ["spmm", "sddmm", "bsr_validate", "attention_forward", "topk_block_layout", "attn_layout"]
 
 
 def device_info():
@@ -39,15 +41,6 @@ def device_info():
     return _bsk.device_query()
 
 
-def block_sparse_attention(*args, **kwargs):
-    """Block-sparse attention forward: not bound in this package yet."""
-    raise NotImplementedError(f"bsk.block_sparse_attention is not in this build of blackwellsparsek: see {ATTENTION_ISSUE}")
-
-
-def topk_block_layout(*args, **kwargs):
-    """Top-k block gate writing an attention layout: not bound in this package yet."""
-    raise NotImplementedError(f"bsk.topk_block_layout is not in this build of blackwellsparsek: see {ATTENTION_ISSUE}")
-
-
 __all__ = ["BSKError", "BSRMatrix", "sparse_mm", "sddmm", "nn", "available_ops", "device_info", "last_kernel",
-           "dlpack_spmm", "dlpack_sddmm", "dlpack_validate", "block_sparse_attention", "topk_block_layout"]
+           "dlpack_spmm", "dlpack_sddmm", "dlpack_validate", "block_sparse_attention", "topk_block_layout",
+           "block_scores", "AttnLayout"]

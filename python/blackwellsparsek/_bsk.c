@@ -6,8 +6,11 @@
    again and its own status becomes the same exception. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <math.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "bsk.h"
@@ -618,6 +621,849 @@ done:
     return ret;
 }
 
+/* ---------------------------------------------------------------- attention: layouts */
+
+/* The arrays of a library-allocated layout (a builder's, bsk_attn_layout_alloc's or a clone's) are shared
+   by the AttnLayout object and every DLPack capsule exported from it (torch tensors viewing the arrays
+   without a copy). The last of them to go frees the arrays. The count is atomic and the free needs no
+   Python, because torch drops exported tensors from any thread without taking the GIL. */
+typedef struct {
+    atomic_long refs;
+    bsk_attn_layout L;
+} layout_store;
+
+static void store_decref(layout_store *st)
+{
+    if (st && atomic_fetch_sub(&st->refs, 1) == 1) {
+        bsk_attn_layout_free(&st->L);
+        free(st);
+    }
+}
+
+typedef struct {
+    PyObject_HEAD
+    layout_store *st;
+    int dev_id; /* CUDA device of a device layout; -1 for host */
+} AttnLayoutObject;
+
+static PyTypeObject AttnLayoutType;
+
+static void AttnLayout_dealloc(AttnLayoutObject *self)
+{
+    layout_store *st = self->st;
+    self->st = NULL;
+    if (st) {
+        /* A device layout's last reference frees with cudaFree, which waits for the device. */
+        Py_BEGIN_ALLOW_THREADS
+        store_decref(st);
+        Py_END_ALLOW_THREADS
+    }
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* A new AttnLayout owning L (moved in: on failure L is freed). */
+static PyObject *layout_wrap(bsk_attn_layout *L, int dev_id)
+{
+    layout_store *st = (layout_store *)malloc(sizeof *st);
+    AttnLayoutObject *o = st ? PyObject_New(AttnLayoutObject, &AttnLayoutType) : NULL;
+    if (!o) {
+        free(st);
+        bsk_attn_layout_free(L);
+        return st ? NULL : PyErr_NoMemory();
+    }
+    atomic_init(&st->refs, 1);
+    st->L = *L;
+    memset(L, 0, sizeof *L);
+    o->st = st;
+    o->dev_id = dev_id;
+    return (PyObject *)o;
+}
+
+static const bsk_attn_layout *layout_of(AttnLayoutObject *self) { return &self->st->L; }
+
+/* Exported capsules: the DLPack tensor, its shape, and a reference to the store. */
+typedef struct {
+    bsk_DLManagedTensor mt;
+    int64_t shape[4];
+    layout_store *st;
+} layout_export;
+
+static void layout_export_deleter(bsk_DLManagedTensor *mt)
+{
+    layout_export *e = (layout_export *)mt->manager_ctx;
+    store_decref(e->st);
+    free(e);
+}
+
+static void layout_capsule_destructor(PyObject *cap)
+{
+    /* A consumer renames the capsule "used_dltensor" and calls the deleter itself; an unconsumed one is ours. */
+    if (!PyCapsule_IsValid(cap, "dltensor")) return;
+    bsk_DLManagedTensor *mt = (bsk_DLManagedTensor *)PyCapsule_GetPointer(cap, "dltensor");
+    if (mt && mt->deleter) mt->deleter(mt);
+}
+
+static const char layout_export_doc[] =
+    "export(which) -> DLPack capsule (int32) viewing one of the layout's arrays, for torch.from_dlpack:\n"
+    "which 0 full_count [batch, heads, mq], 1 full_idx [batch, heads, mq, capacity], 2 part_count,\n"
+    "3 part_idx. The arrays stay alive as long as the layout or any tensor viewing them.";
+
+static PyObject *AttnLayout_export(AttnLayoutObject *self, PyObject *arg)
+{
+    long which = PyLong_AsLong(arg);
+    if (which == -1 && PyErr_Occurred()) return NULL;
+    if (which < 0 || which > 3) return fail(BSK_ERR_INVALID_ARGUMENT, "export: which must be 0..3, got %ld", which);
+    const bsk_attn_layout *L = layout_of(self);
+    layout_export *e = (layout_export *)calloc(1, sizeof *e);
+    if (!e) return PyErr_NoMemory();
+    int32_t *arrays[4] = {L->full_count, L->full_idx, L->part_count, L->part_idx};
+    e->shape[0] = L->batch;
+    e->shape[1] = L->heads;
+    e->shape[2] = bsk_attn_layout_mq(L);
+    e->shape[3] = L->capacity;
+    e->mt.dl_tensor.data = arrays[which];
+    e->mt.dl_tensor.device.device_type = L->mem == BSK_MEM_DEVICE ? BSK_DL_CUDA : BSK_DL_CPU;
+    e->mt.dl_tensor.device.device_id = L->mem == BSK_MEM_DEVICE ? self->dev_id : 0;
+    e->mt.dl_tensor.ndim = which & 1 ? 4 : 3;
+    e->mt.dl_tensor.dtype.code = BSK_DL_INT;
+    e->mt.dl_tensor.dtype.bits = 32;
+    e->mt.dl_tensor.dtype.lanes = 1;
+    e->mt.dl_tensor.shape = e->shape;
+    e->mt.dl_tensor.strides = NULL; /* compact */
+    e->mt.dl_tensor.byte_offset = 0;
+    e->mt.manager_ctx = e;
+    e->mt.deleter = layout_export_deleter;
+    e->st = self->st;
+    atomic_fetch_add(&self->st->refs, 1);
+    PyObject *cap = PyCapsule_New(&e->mt, "dltensor", layout_capsule_destructor);
+    if (!cap) layout_export_deleter(&e->mt);
+    return cap;
+}
+
+/* CUDA device index argument: -1 (or None) is the host. */
+static int device_arg(PyObject *o, int *dev)
+{
+    *dev = -1;
+    if (!o || o == Py_None) return 0;
+    long d = PyLong_AsLong(o);
+    if (d == -1 && PyErr_Occurred()) return -1;
+    if (d < -1 || d > 1 << 20) {
+        fail(BSK_ERR_INVALID_ARGUMENT, "device index %ld is out of range (-1 for the host, or a CUDA device)", d);
+        return -1;
+    }
+    *dev = (int)d;
+    return 0;
+}
+
+static bsk_status set_device(int dev)
+{
+    if (dev < 0) return BSK_SUCCESS;
+#ifdef BSK_WITH_CUDA
+    if (cudaSetDevice(dev) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return BSK_ERR_NO_DEVICE;
+    }
+    return BSK_SUCCESS;
+#else
+    return BSK_ERR_NO_DEVICE;
+#endif
+}
+
+static PyObject *AttnLayout_clone(AttnLayoutObject *self, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"device", NULL};
+    PyObject *odev = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|O:clone", kwlist, &odev)) return NULL;
+    int dev;
+    if (device_arg(odev, &dev)) return NULL;
+    bsk_attn_layout C;
+    bsk_status s;
+    const bsk_attn_layout *L = layout_of(self);
+    Py_BEGIN_ALLOW_THREADS
+    /* The copy runs on the device that holds the source, or else the destination. */
+    s = set_device(L->mem == BSK_MEM_DEVICE ? self->dev_id : dev);
+    if (!s && L->mem == BSK_MEM_DEVICE && dev >= 0 && dev != self->dev_id) s = BSK_ERR_UNSUPPORTED;
+    if (!s) s = bsk_attn_layout_clone(L, dev >= 0 ? BSK_MEM_DEVICE : BSK_MEM_HOST, &C);
+    Py_END_ALLOW_THREADS
+    if (s == BSK_ERR_UNSUPPORTED)
+        return fail(s, "AttnLayout.clone: copying a layout from cuda:%d to cuda:%d directly is not supported; "
+                    "go through the host", self->dev_id, dev);
+    if (s) return status_error("bsk_attn_layout_clone", s);
+    return layout_wrap(&C, dev);
+}
+
+static PyObject *AttnLayout_validate(AttnLayoutObject *self, PyObject *Py_UNUSED(ignored))
+{
+    bsk_status s;
+    const bsk_attn_layout *L = layout_of(self);
+    Py_BEGIN_ALLOW_THREADS
+    s = set_device(L->mem == BSK_MEM_DEVICE ? self->dev_id : -1);
+    if (!s) s = bsk_attn_layout_validate(L);
+    Py_END_ALLOW_THREADS
+    if (s) return status_error("bsk_attn_layout_validate", s);
+    Py_RETURN_NONE;
+}
+
+static PyObject *AttnLayout_tiles(AttnLayoutObject *self, PyObject *Py_UNUSED(ignored))
+{
+    bsk_status s;
+    int64_t nf = 0, np = 0;
+    const bsk_attn_layout *L = layout_of(self);
+    Py_BEGIN_ALLOW_THREADS
+    s = set_device(L->mem == BSK_MEM_DEVICE ? self->dev_id : -1);
+    if (!s) s = bsk_attn_layout_tiles(L, &nf, &np);
+    Py_END_ALLOW_THREADS
+    if (s) return status_error("bsk_attn_layout_tiles", s);
+    return Py_BuildValue("(LL)", (long long)nf, (long long)np);
+}
+
+static PyObject *AttnLayout_get(AttnLayoutObject *self, void *closure)
+{
+    const bsk_attn_layout *L = layout_of(self);
+    switch ((int)(intptr_t)closure) {
+    case 0: return PyLong_FromLongLong(L->seq_q);
+    case 1: return PyLong_FromLongLong(L->seq_k);
+    case 2: return PyLong_FromLong(L->block_q);
+    case 3: return PyLong_FromLong(L->block_k);
+    case 4: return PyLong_FromLong(L->batch);
+    case 5: return PyLong_FromLong(L->heads);
+    case 6: return PyLong_FromLong(L->capacity);
+    case 7: return PyLong_FromLongLong(bsk_attn_layout_mq(L));
+    case 8: return PyLong_FromLongLong(bsk_attn_layout_nb(L));
+    default: return PyLong_FromLong(L->mem == BSK_MEM_DEVICE ? self->dev_id : -1);
+    }
+}
+
+static PyObject *AttnLayout_repr(AttnLayoutObject *self)
+{
+    const bsk_attn_layout *L = layout_of(self);
+    return PyUnicode_FromFormat("<_bsk.AttnLayout seq %lld x %lld, blocks %d x %d, batch %d, heads %d, capacity %d, %s>",
+                                (long long)L->seq_q, (long long)L->seq_k, (int)L->block_q, (int)L->block_k,
+                                (int)L->batch, (int)L->heads, (int)L->capacity,
+                                L->mem == BSK_MEM_DEVICE ? "device" : "host");
+}
+
+static PyMethodDef AttnLayout_methods[] = {
+    {"export", (PyCFunction)AttnLayout_export, METH_O, layout_export_doc},
+    {"clone", (PyCFunction)(void (*)(void))AttnLayout_clone, METH_VARARGS | METH_KEYWORDS,
+     "clone(device=-1) -> a deep copy on the host (-1) or CUDA device `device` (bsk_attn_layout_clone; synchronous)."},
+    {"validate", (PyCFunction)AttnLayout_validate, METH_NOARGS,
+     "Full structural check (bsk_attn_layout_validate); device arrays are copied to the host (synchronous)."},
+    {"tiles", (PyCFunction)AttnLayout_tiles, METH_NOARGS, "(full, partial) tile counts (bsk_attn_layout_tiles)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef AttnLayout_getset[] = {
+    {"seq_q", (getter)AttnLayout_get, NULL, "query length", (void *)0},
+    {"seq_k", (getter)AttnLayout_get, NULL, "key length", (void *)1},
+    {"block_q", (getter)AttnLayout_get, NULL, "query block size", (void *)2},
+    {"block_k", (getter)AttnLayout_get, NULL, "key block size", (void *)3},
+    {"batch", (getter)AttnLayout_get, NULL, "1 (shared) or the batch size", (void *)4},
+    {"heads", (getter)AttnLayout_get, NULL, "1 (shared) or the number of query heads", (void *)5},
+    {"capacity", (getter)AttnLayout_get, NULL, "slots per list and query block", (void *)6},
+    {"mq", (getter)AttnLayout_get, NULL, "query blocks", (void *)7},
+    {"nb", (getter)AttnLayout_get, NULL, "key blocks", (void *)8},
+    {"device", (getter)AttnLayout_get, NULL, "CUDA device index, or -1 for host memory", (void *)9},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject AttnLayoutType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "blackwellsparsek._bsk.AttnLayout",
+    .tp_basicsize = sizeof(AttnLayoutObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A bsk_attn_layout whose arrays libbsk allocated (a builder, attn_layout_alloc or clone); freed when "
+              "this object and every tensor exported from it are gone. Made by the attn_layout_* functions.",
+    .tp_dealloc = (destructor)AttnLayout_dealloc,
+    .tp_repr = (reprfunc)AttnLayout_repr,
+    .tp_methods = AttnLayout_methods,
+    .tp_getset = AttnLayout_getset,
+};
+
+/* Builders: every one makes a host layout (bsk_attn_layout_*), wrapped. */
+static PyObject *built(bsk_status s, bsk_attn_layout *L, const char *what)
+{
+    if (s) return status_error(what, s);
+    return layout_wrap(L, -1);
+}
+
+static int block_args(long long bq, long long bk, int32_t *q, int32_t *k)
+{
+    if (bq < 1 || bk < 1 || bq > 1024 || bk > 1024) {
+        fail(BSK_ERR_INVALID_ARGUMENT, "block size %lldx%lld is out of range (1..1024)", bq, bk);
+        return -1;
+    }
+    *q = (int32_t)bq;
+    *k = (int32_t)bk;
+    return 0;
+}
+
+static int int32_arg(long long v, const char *name, int32_t *out)
+{
+    if (v < INT32_MIN || v > INT32_MAX) {
+        fail(BSK_ERR_OVERFLOW, "%s = %lld does not fit int32", name, v);
+        return -1;
+    }
+    *out = (int32_t)v;
+    return 0;
+}
+
+static PyObject *py_layout_dense(PyObject *Py_UNUSED(m), PyObject *args)
+{
+    long long sq, sk, bq, bk;
+    int32_t q, k;
+    if (!PyArg_ParseTuple(args, "LLLL:attn_layout_dense", &sq, &sk, &bq, &bk) || block_args(bq, bk, &q, &k)) return NULL;
+    bsk_attn_layout L;
+    bsk_status s;
+    Py_BEGIN_ALLOW_THREADS
+    s = bsk_attn_layout_dense(sq, sk, q, k, &L);
+    Py_END_ALLOW_THREADS
+    return built(s, &L, "bsk_attn_layout_dense");
+}
+
+static PyObject *py_layout_causal(PyObject *Py_UNUSED(m), PyObject *args)
+{
+    long long sq, sk, bq, bk, off;
+    int32_t q, k;
+    if (!PyArg_ParseTuple(args, "LLLLL:attn_layout_causal", &sq, &sk, &bq, &bk, &off) || block_args(bq, bk, &q, &k))
+        return NULL;
+    bsk_attn_layout L;
+    bsk_status s;
+    Py_BEGIN_ALLOW_THREADS
+    s = bsk_attn_layout_causal(sq, sk, q, k, off, &L);
+    Py_END_ALLOW_THREADS
+    return built(s, &L, "bsk_attn_layout_causal");
+}
+
+static PyObject *py_layout_local(PyObject *Py_UNUSED(m), PyObject *args)
+{
+    long long sq, sk, bq, bk, wl, wr, gb, off;
+    int causal;
+    int32_t q, k, l32, r32, g32;
+    if (!PyArg_ParseTuple(args, "LLLLLLLpL:attn_layout_local", &sq, &sk, &bq, &bk, &wl, &wr, &gb, &causal, &off) ||
+        block_args(bq, bk, &q, &k) || int32_arg(wl, "window_left", &l32) || int32_arg(wr, "window_right", &r32) ||
+        int32_arg(gb, "global_blocks", &g32))
+        return NULL;
+    bsk_attn_layout L;
+    bsk_status s;
+    Py_BEGIN_ALLOW_THREADS
+    s = bsk_attn_layout_local(sq, sk, q, k, l32, r32, g32, causal, off, &L);
+    Py_END_ALLOW_THREADS
+    return built(s, &L, "bsk_attn_layout_local");
+}
+
+static const char layout_from_mask_doc[] =
+    "attn_layout_from_mask(seq_q, seq_k, block_q, block_k, batch, heads, mask, causal, causal_offset)\n"
+    "mask: host DLPack array of bool/uint8/int8, compact, batch*heads*mq*nb entries (any shape).";
+
+static PyObject *py_layout_from_mask(PyObject *Py_UNUSED(m), PyObject *args)
+{
+    long long sq, sk, bq, bk, batch, heads, off;
+    int causal;
+    PyObject *omask;
+    int32_t q, k, b32, h32;
+    if (!PyArg_ParseTuple(args, "LLLLLLOpL:attn_layout_from_mask", &sq, &sk, &bq, &bk, &batch, &heads, &omask, &causal,
+                          &off) ||
+        block_args(bq, bk, &q, &k) || int32_arg(batch, "batch", &b32) || int32_arg(heads, "heads", &h32))
+        return NULL;
+    view mv;
+    if (view_get(&mv, omask, "mask", Py_None)) return NULL;
+    PyObject *ret = NULL;
+    char b[64];
+    if (mv.dev_type != BSK_DL_CPU && mv.dev_type != BSK_DL_CUDA_HOST) {
+        fail(BSK_ERR_WRONG_LOCATION, "mask is on %s; the layout builders read a host mask",
+             device_text(mv.dev_type, mv.dev_id, b, sizeof b));
+        goto done;
+    }
+    if (mv.dtype.bits != 8 || mv.dtype.lanes != 1 ||
+        (mv.dtype.code != BSK_DL_BOOL && mv.dtype.code != BSK_DL_UINT && mv.dtype.code != BSK_DL_INT)) {
+        fail(BSK_ERR_UNSUPPORTED, "mask has dtype %s; pass bool, uint8 or int8", dtype_text(mv.dtype, b, sizeof b));
+        goto done;
+    }
+    if (!is_compact(&mv)) {
+        fail(BSK_ERR_BAD_LAYOUT, "mask must be contiguous");
+        goto done;
+    }
+    if (sq < 0 || sk < 0 || batch < 1 || heads < 1) {
+        fail(BSK_ERR_INVALID_ARGUMENT, "attn_layout_from_mask: seq lengths must be >= 0, batch and heads >= 1");
+        goto done;
+    }
+    {
+        int64_t n = 1, want = batch * heads * ((sq + q - 1) / q) * ((sk + k - 1) / k);
+        for (int i = 0; i < mv.ndim; i++) n *= mv.shape[i];
+        if (n != want) {
+            fail(BSK_ERR_SHAPE_MISMATCH, "mask has %lld entries; batch %lld x heads %lld x %lld query blocks x %lld key "
+                 "blocks = %lld expected", (long long)n, batch, heads, (sq + q - 1) / q, (sk + k - 1) / k, (long long)want);
+            goto done;
+        }
+    }
+    {
+        bsk_attn_layout L;
+        bsk_status s;
+        Py_BEGIN_ALLOW_THREADS
+        s = bsk_attn_layout_from_mask(sq, sk, q, k, b32, h32, (const uint8_t *)mv.data, causal, off, &L);
+        Py_END_ALLOW_THREADS
+        ret = built(s, &L, "bsk_attn_layout_from_mask");
+    }
+done:
+    view_release(&mv);
+    return ret;
+}
+
+static PyObject *py_layout_alloc(PyObject *Py_UNUSED(m), PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"seq_q", "seq_k", "block_q", "block_k", "batch", "heads", "capacity", "device", NULL};
+    long long sq, sk, bq, bk, batch, heads, cap;
+    PyObject *odev = Py_None;
+    int32_t q, k, b32, h32, c32;
+    int dev;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "LLLLLLL|O:attn_layout_alloc", kwlist, &sq, &sk, &bq, &bk, &batch, &heads,
+                                     &cap, &odev) ||
+        block_args(bq, bk, &q, &k) || int32_arg(batch, "batch", &b32) || int32_arg(heads, "heads", &h32) ||
+        int32_arg(cap, "capacity", &c32) || device_arg(odev, &dev))
+        return NULL;
+    bsk_attn_layout L;
+    bsk_status s;
+    Py_BEGIN_ALLOW_THREADS
+    s = set_device(dev);
+    if (!s) s = bsk_attn_layout_alloc(sq, sk, q, k, b32, h32, c32, dev >= 0 ? BSK_MEM_DEVICE : BSK_MEM_HOST, &L);
+    Py_END_ALLOW_THREADS
+    if (s) return status_error("bsk_attn_layout_alloc", s);
+    return layout_wrap(&L, dev);
+}
+
+/* ---------------------------------------------------------------- attention: arguments */
+
+/* A layout argument: an AttnLayout object, or a tuple (seq_q, seq_k, block_q, block_k, batch, heads,
+   capacity, full_count, full_idx, part_count, part_idx) whose four arrays are int32 DLPack arrays (e.g.
+   torch tensors), contiguous, of batch*heads*mq and batch*heads*mq*capacity entries in any shape. */
+typedef struct {
+    bsk_attn_layout L;
+    view v[4];      /* the arrays of a tuple layout */
+    int tuple;
+    int dev_type, dev_id; /* of an AttnLayout object */
+} layout_arg;
+
+static void layout_arg_release(layout_arg *a)
+{
+    for (int i = 0; i < 4; i++) view_release(&a->v[i]);
+}
+
+static int int32_array(const view *v, int64_t want, const char *why)
+{
+    char b[32];
+    if (v->dtype.code != BSK_DL_INT || v->dtype.bits != 32 || v->dtype.lanes != 1) {
+        fail(BSK_ERR_UNSUPPORTED, "%s has dtype %s; layout arrays are int32", v->name, dtype_text(v->dtype, b, sizeof b));
+        return -1;
+    }
+    if (!is_compact(v)) {
+        fail(BSK_ERR_BAD_LAYOUT, "%s must be contiguous", v->name);
+        return -1;
+    }
+    int64_t n = 1;
+    for (int i = 0; i < v->ndim; i++) n *= v->shape[i];
+    if (n != want) {
+        fail(BSK_ERR_SHAPE_MISMATCH, "%s has %lld entries, expected %lld (%s)", v->name, (long long)n, (long long)want, why);
+        return -1;
+    }
+    return 0;
+}
+
+/* Parse `o` into a; the tuple's arrays are borrowed through DLPack (views released by layout_arg_release). */
+static int layout_arg_get(layout_arg *a, PyObject *o, PyObject *dlpack_stream)
+{
+    memset(a, 0, sizeof *a);
+    if (PyObject_TypeCheck(o, &AttnLayoutType)) {
+        AttnLayoutObject *lo = (AttnLayoutObject *)o;
+        a->L = *layout_of(lo);
+        a->dev_type = a->L.mem == BSK_MEM_DEVICE ? BSK_DL_CUDA : BSK_DL_CPU;
+        a->dev_id = lo->dev_id;
+        return 0;
+    }
+    if (!PyTuple_Check(o) || PyTuple_GET_SIZE(o) != 11) {
+        PyErr_Format(PyExc_TypeError, "layout must be a _bsk.AttnLayout or an 11-tuple (seq_q, seq_k, block_q, block_k, "
+                     "batch, heads, capacity, full_count, full_idx, part_count, part_idx), got %.100s",
+                     Py_TYPE(o)->tp_name);
+        return -1;
+    }
+    long long n[7];
+    for (int i = 0; i < 7; i++) {
+        n[i] = PyLong_AsLongLong(PyTuple_GET_ITEM(o, i));
+        if (n[i] == -1 && PyErr_Occurred()) return -1;
+    }
+    static const char *names[4] = {"layout.full_count", "layout.full_idx", "layout.part_count", "layout.part_idx"};
+    a->tuple = 1;
+    for (int i = 0; i < 4; i++)
+        if (view_get(&a->v[i], PyTuple_GET_ITEM(o, 7 + i), names[i], dlpack_stream)) { layout_arg_release(a); return -1; }
+    if (block_args(n[2], n[3], &a->L.block_q, &a->L.block_k) || int32_arg(n[4], "layout.batch", &a->L.batch) ||
+        int32_arg(n[5], "layout.heads", &a->L.heads) || int32_arg(n[6], "layout.capacity", &a->L.capacity))
+        goto bad;
+    if (n[0] < 0 || n[1] < 0 || a->L.batch < 1 || a->L.heads < 1 || a->L.capacity < 0) {
+        fail(BSK_ERR_INVALID_ARGUMENT, "layout: seq lengths %lld, %lld; batch %lld, heads %lld, capacity %lld out of range",
+             n[0], n[1], n[4], n[5], n[6]);
+        goto bad;
+    }
+    a->L.seq_q = n[0];
+    a->L.seq_k = n[1];
+    {
+        int64_t rows = (int64_t)a->L.batch * a->L.heads * bsk_attn_layout_mq(&a->L);
+        char why[96];
+        snprintf(why, sizeof why, "batch*heads*mq = %lld", (long long)rows);
+        if (int32_array(&a->v[0], rows, why) || int32_array(&a->v[2], rows, why)) goto bad;
+        snprintf(why, sizeof why, "batch*heads*mq*capacity = %lld", (long long)(rows * a->L.capacity));
+        if (int32_array(&a->v[1], rows * a->L.capacity, why) || int32_array(&a->v[3], rows * a->L.capacity, why)) goto bad;
+    }
+    a->L.full_count = (int32_t *)a->v[0].data;
+    a->L.full_idx = (int32_t *)a->v[1].data;
+    a->L.part_count = (int32_t *)a->v[2].data;
+    a->L.part_idx = (int32_t *)a->v[3].data;
+    return 0;
+bad:
+    layout_arg_release(a);
+    return -1;
+}
+
+/* The layout's place must be the operands': checked after same_place() of the tensors. */
+static int layout_place(layout_arg *a, bsk_memory mem, int dev, const char *first)
+{
+    char b0[64], b1[64];
+    if (a->tuple) {
+        view *vs[4] = {&a->v[0], &a->v[1], &a->v[2], &a->v[3]};
+        bsk_memory lm;
+        int ld;
+        if (same_place(vs, 4, &lm, &ld)) return -1;
+        a->dev_type = vs[0]->dev_type;
+        a->dev_id = ld;
+        a->L.mem = lm;
+    }
+    int on_dev = a->L.mem == BSK_MEM_DEVICE;
+    if (on_dev != (mem == BSK_MEM_DEVICE) || (on_dev && a->dev_id != dev)) {
+        fail(BSK_ERR_WRONG_LOCATION, "operands are on different devices: %s is on %s, the layout on %s", first,
+             mem == BSK_MEM_DEVICE ? device_text(BSK_DL_CUDA, dev, b0, sizeof b0) : "cpu",
+             on_dev ? device_text(BSK_DL_CUDA, a->dev_id, b1, sizeof b1) : "cpu");
+        return -1;
+    }
+    return 0;
+}
+
+/* A 4-D tensor as a bsk_attn_tensor: order 0 = [batch, seq, heads, dim], 1 = [batch, heads, seq, dim].
+   Any non-negative strides; the head dimension must be contiguous (inner stride 1). */
+static int as_attn_tensor(const view *v, int order, bsk_memory mem, bsk_attn_tensor *t)
+{
+    if (v->ndim != 4) {
+        fail(BSK_ERR_SHAPE_MISMATCH, "%s must be 4-D [%s], got %d dimensions", v->name,
+             order ? "batch, heads, seq, dim" : "batch, seq, heads, dim", v->ndim);
+        return -1;
+    }
+    if (float_dtype(v, &t->dtype)) return -1;
+    int64_t st[4];
+    if (v->strides) {
+        for (int i = 0; i < 4; i++) st[i] = v->strides[i];
+    } else {
+        st[3] = 1;
+        for (int i = 2; i >= 0; i--) st[i] = st[i + 1] * v->shape[i + 1];
+    }
+    if (v->shape[3] > 1 && st[3] != 1) {
+        fail(BSK_ERR_BAD_LAYOUT, "%s has inner (head dimension) stride %lld; BSK reads each head vector as contiguous "
+             "memory: pass a tensor whose last dimension has stride 1", v->name, (long long)st[3]);
+        return -1;
+    }
+    for (int i = 0; i < 3; i++)
+        if (st[i] < 0) {
+            fail(BSK_ERR_BAD_LAYOUT, "%s has a negative stride", v->name);
+            return -1;
+        }
+    int s = order ? 2 : 1, h = order ? 1 : 2;
+    t->batch = v->shape[0];
+    t->seq = v->shape[s];
+    t->heads = v->shape[h];
+    t->dim = v->shape[3];
+    t->stride_batch = st[0];
+    t->stride_seq = st[s];
+    t->stride_head = st[h];
+    t->mem = mem;
+    t->data = v->data;
+    return 0;
+}
+
+static int kv_lens_arg(const view *v, int64_t batch)
+{
+    char why[64];
+    snprintf(why, sizeof why, "one key length per batch entry, batch %lld", (long long)batch);
+    if (v->dtype.code != BSK_DL_INT || v->dtype.bits != 32 || v->dtype.lanes != 1) {
+        char b[32];
+        fail(BSK_ERR_UNSUPPORTED, "kv_lens has dtype %s; it must be int32", dtype_text(v->dtype, b, sizeof b));
+        return -1;
+    }
+    return index_vector(v, batch, why);
+}
+
+static const char *order_text(int order) { return order ? "[batch, heads, seq, dim]" : "[batch, seq, heads, dim]"; }
+
+/* Shapes of q and k agree (batch, dim, head grouping) — shared by attention and the gate. */
+static int check_qk(const bsk_attn_tensor *q, const bsk_attn_tensor *k, const char *op)
+{
+    if (q->dtype != k->dtype) {
+        fail(BSK_ERR_UNSUPPORTED, "%s: q and k must have the same dtype", op);
+        return -1;
+    }
+    if (k->batch != q->batch || k->dim != q->dim) {
+        fail(BSK_ERR_SHAPE_MISMATCH, "%s: q has batch %lld and head dim %lld, k has batch %lld and head dim %lld", op,
+             (long long)q->batch, (long long)q->dim, (long long)k->batch, (long long)k->dim);
+        return -1;
+    }
+    if (q->heads > 0 && (k->heads == 0 || q->heads % k->heads)) {
+        fail(BSK_ERR_SHAPE_MISMATCH, "%s: %lld query heads are not a multiple of %lld key/value heads", op,
+             (long long)q->heads, (long long)k->heads);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- attention: operations */
+
+static const char attention_doc[] =
+    "attention_forward(ctx, q, k, v, o, layout, lse=None, kv_lens=None, scale=0.0, causal=False,\n"
+    "                  causal_offset=0, order=0, stream=0, dlpack_stream=None)\n"
+    "Block-sparse attention forward (bsk_attention_forward) into o (and lse, float32 [batch, heads, seq_q]).\n"
+    "q, o: 4-D, k, v: 4-D with kv_heads dividing heads; order 0: [batch, seq, heads, dim], 1: [batch, heads,\n"
+    "seq, dim] (any strides, unit inner stride). layout: an AttnLayout or an 11-tuple (see layout_arg).\n"
+    "kv_lens: int32 [batch] or None. scale 0: 1/sqrt(dim).";
+
+static PyObject *py_attention(PyObject *Py_UNUSED(m), PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"ctx", "q", "k", "v", "o", "layout", "lse", "kv_lens", "scale", "causal",
+                             "causal_offset", "order", "stream", "dlpack_stream", NULL};
+    PyObject *octx, *oq, *ok, *ov, *oo, *olay, *olse = Py_None, *okv = Py_None, *ostream = NULL, *odl = Py_None;
+    double scale = 0.0;
+    int causal = 0, order = 0;
+    long long off = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOOOO|OOdpLiOO:attention_forward", kwlist, &octx, &oq, &ok, &ov, &oo,
+                                     &olay, &olse, &okv, &scale, &causal, &off, &order, &ostream, &odl))
+        return NULL;
+    bsk_context *ctx = context_of(octx);
+    void *stream;
+    if (!ctx || stream_arg(ostream, &stream)) return NULL;
+    if (order != 0 && order != 1) return fail(BSK_ERR_INVALID_ARGUMENT, "attention: order must be 0 (bshd) or 1 (bhsd)");
+
+    view q, k, v, o, lse, kvl;
+    view *all[6] = {&q, &k, &v, &o, &lse, &kvl};
+    for (int i = 0; i < 6; i++) memset(all[i], 0, sizeof(view));
+    layout_arg la;
+    memset(&la, 0, sizeof la);
+    int n = 4;
+    PyObject *ret = NULL;
+    if (view_get(&q, oq, "q", odl) || view_get(&k, ok, "k", odl) || view_get(&v, ov, "v", odl) ||
+        view_get(&o, oo, "out", odl))
+        goto done;
+    if (olse != Py_None) {
+        if (view_get(&lse, olse, "lse", odl)) goto done;
+        all[n++] = &lse;
+    }
+    if (okv != Py_None) {
+        if (view_get(&kvl, okv, "kv_lens", odl)) goto done;
+        all[n++] = &kvl;
+    }
+    if (layout_arg_get(&la, olay, odl)) goto done;
+    bsk_memory mem;
+    int dev;
+    bsk_attention_params p;
+    memset(&p, 0, sizeof p);
+    if (same_place(all, n, &mem, &dev) || layout_place(&la, mem, dev, "q") || as_attn_tensor(&q, order, mem, &p.q) ||
+        as_attn_tensor(&k, order, mem, &p.k) || as_attn_tensor(&v, order, mem, &p.v) ||
+        as_attn_tensor(&o, order, mem, &p.o) || check_qk(&p.q, &p.k, "attention"))
+        goto done;
+    if (p.v.dtype != p.q.dtype || p.o.dtype != p.q.dtype) {
+        fail(BSK_ERR_UNSUPPORTED, "attention: q, k, v and out must have one dtype");
+        goto done;
+    }
+    if (p.v.batch != p.k.batch || p.v.seq != p.k.seq || p.v.heads != p.k.heads || p.v.dim != p.k.dim) {
+        fail(BSK_ERR_SHAPE_MISMATCH, "attention: k and v must have the same shape %s", order_text(order));
+        goto done;
+    }
+    if (p.o.batch != p.q.batch || p.o.seq != p.q.seq || p.o.heads != p.q.heads || p.o.dim != p.q.dim) {
+        fail(BSK_ERR_SHAPE_MISMATCH, "attention: out must have q's shape %s", order_text(order));
+        goto done;
+    }
+    if (la.L.seq_q != p.q.seq || la.L.seq_k != p.k.seq || (la.L.batch != 1 && la.L.batch != p.q.batch) ||
+        (la.L.heads != 1 && la.L.heads != p.q.heads)) {
+        fail(BSK_ERR_SHAPE_MISMATCH, "attention: the layout is for seq_q %lld, seq_k %lld, batch %d, heads %d; q has seq "
+             "%lld, batch %lld, heads %lld and k seq %lld (layout batch/heads must be 1 or equal)",
+             (long long)la.L.seq_q, (long long)la.L.seq_k, (int)la.L.batch, (int)la.L.heads, (long long)p.q.seq,
+             (long long)p.q.batch, (long long)p.q.heads, (long long)p.k.seq);
+        goto done;
+    }
+    if (olse != Py_None) {
+        char b[32];
+        if (lse.dtype.code != BSK_DL_FLOAT || lse.dtype.bits != 32 || lse.dtype.lanes != 1) {
+            fail(BSK_ERR_UNSUPPORTED, "lse has dtype %s; it must be float32", dtype_text(lse.dtype, b, sizeof b));
+            goto done;
+        }
+        if (!is_compact(&lse)) {
+            fail(BSK_ERR_BAD_LAYOUT, "lse must be contiguous [batch, heads, seq_q]");
+            goto done;
+        }
+        int64_t cnt = 1;
+        for (int i = 0; i < lse.ndim; i++) cnt *= lse.shape[i];
+        if (cnt != p.q.batch * p.q.heads * p.q.seq) {
+            fail(BSK_ERR_SHAPE_MISMATCH, "lse has %lld entries; [batch, heads, seq_q] = %lld expected", (long long)cnt,
+                 (long long)(p.q.batch * p.q.heads * p.q.seq));
+            goto done;
+        }
+        p.lse = (float *)lse.data;
+    }
+    if (okv != Py_None) {
+        if (kv_lens_arg(&kvl, p.q.batch)) goto done;
+        p.kv_lens = (const int32_t *)kvl.data;
+    }
+    if (!isfinite(scale)) {
+        fail(BSK_ERR_INVALID_ARGUMENT, "attention: scale must be finite");
+        goto done;
+    }
+    p.layout = &la.L;
+    p.scale = (float)scale;
+    p.causal = causal;
+    p.causal_offset = off;
+    bsk_status s;
+    Py_BEGIN_ALLOW_THREADS
+    s = prepare_device(ctx, mem, dev, stream);
+    if (!s) s = bsk_attention_forward(ctx, &p);
+    Py_END_ALLOW_THREADS
+    if (s) { status_error("bsk_attention_forward", s); goto done; }
+    ret = Py_NewRef(Py_None);
+done:
+    layout_arg_release(&la);
+    for (int i = 0; i < 6; i++) view_release(all[i]);
+    return ret;
+}
+
+static const char topk_doc[] =
+    "topk_block_layout(ctx, q, k, out, top_k, kv_lens=None, causal=False, causal_offset=0, keep_first=True,\n"
+    "                  keep_diagonal=True, w_q=None, w_k=None, order=0, stream=0, dlpack_stream=None)\n"
+    "Top-k block gate (bsk_topk_block_layout) writing into the layout `out` (an AttnLayout or an 11-tuple\n"
+    "of int32 arrays) with out's batch = q's batch, heads = q's heads. w_q, w_k: dim x proj_dim or None.";
+
+static PyObject *py_topk(PyObject *Py_UNUSED(m), PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"ctx", "q", "k", "out", "top_k", "kv_lens", "causal", "causal_offset", "keep_first",
+                             "keep_diagonal", "w_q", "w_k", "order", "stream", "dlpack_stream", NULL};
+    PyObject *octx, *oq, *ok, *oout, *okv = Py_None, *owq = Py_None, *owk = Py_None, *ostream = NULL, *odl = Py_None;
+    long long top_k, off = 0;
+    int causal = 0, keep_first = 1, keep_diag = 1, order = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOOL|OpLppOOiOO:topk_block_layout", kwlist, &octx, &oq, &ok, &oout,
+                                     &top_k, &okv, &causal, &off, &keep_first, &keep_diag, &owq, &owk, &order, &ostream,
+                                     &odl))
+        return NULL;
+    bsk_context *ctx = context_of(octx);
+    void *stream;
+    if (!ctx || stream_arg(ostream, &stream)) return NULL;
+    if (order != 0 && order != 1) return fail(BSK_ERR_INVALID_ARGUMENT, "topk: order must be 0 (bshd) or 1 (bhsd)");
+    if ((owq == Py_None) != (owk == Py_None))
+        return fail(BSK_ERR_NULL_POINTER, "topk_block_layout: give both projections w_q and w_k, or neither");
+    if (top_k < 1 || top_k > INT32_MAX)
+        return fail(BSK_ERR_INVALID_ARGUMENT, "topk_block_layout: top_k = %lld must be in 1..2^31-1", top_k);
+
+    view q, k, kvl, wq, wk;
+    view *all[5] = {&q, &k, &kvl, &wq, &wk};
+    for (int i = 0; i < 5; i++) memset(all[i], 0, sizeof(view));
+    layout_arg la;
+    memset(&la, 0, sizeof la);
+    int n = 2;
+    PyObject *ret = NULL;
+    if (view_get(&q, oq, "q", odl) || view_get(&k, ok, "k", odl)) goto done;
+    if (okv != Py_None) {
+        if (view_get(&kvl, okv, "kv_lens", odl)) goto done;
+        all[n++] = &kvl;
+    }
+    if (owq != Py_None) {
+        if (view_get(&wq, owq, "w_q", odl) || view_get(&wk, owk, "w_k", odl)) goto done;
+        all[n++] = &wq;
+        all[n++] = &wk;
+    }
+    if (layout_arg_get(&la, oout, odl)) goto done;
+    bsk_memory mem;
+    int dev;
+    bsk_topk_params p;
+    memset(&p, 0, sizeof p);
+    bsk_dense dq, dk;
+    if (same_place(all, n, &mem, &dev) || layout_place(&la, mem, dev, "q") || as_attn_tensor(&q, order, mem, &p.q) ||
+        as_attn_tensor(&k, order, mem, &p.k) || check_qk(&p.q, &p.k, "topk_block_layout"))
+        goto done;
+    if (la.L.seq_q != p.q.seq || la.L.seq_k != p.k.seq || la.L.batch != p.q.batch || la.L.heads != p.q.heads) {
+        fail(BSK_ERR_SHAPE_MISMATCH, "topk_block_layout: out is for seq_q %lld, seq_k %lld, batch %d, heads %d; q has seq "
+             "%lld, batch %lld, heads %lld and k seq %lld", (long long)la.L.seq_q, (long long)la.L.seq_k,
+             (int)la.L.batch, (int)la.L.heads, (long long)p.q.seq, (long long)p.q.batch, (long long)p.q.heads,
+             (long long)p.k.seq);
+        goto done;
+    }
+    if (owq != Py_None) {
+        if (as_dense(&wq, mem, &dq) || as_dense(&wk, mem, &dk)) goto done;
+        if (dq.rows != p.q.dim || dk.rows != p.q.dim || dq.cols != dk.cols) {
+            fail(BSK_ERR_SHAPE_MISMATCH, "topk_block_layout: w_q is %lldx%lld and w_k %lldx%lld; both must be dim (%lld) "
+                 "x proj_dim", (long long)dq.rows, (long long)dq.cols, (long long)dk.rows, (long long)dk.cols,
+                 (long long)p.q.dim);
+            goto done;
+        }
+        p.w_q = &dq;
+        p.w_k = &dk;
+    }
+    if (okv != Py_None) {
+        if (kv_lens_arg(&kvl, p.q.batch)) goto done;
+        p.kv_lens = (const int32_t *)kvl.data;
+    }
+    p.top_k = (int32_t)top_k;
+    p.causal = causal;
+    p.causal_offset = off;
+    p.keep_first = keep_first;
+    p.keep_diagonal = keep_diag;
+    bsk_status s;
+    Py_BEGIN_ALLOW_THREADS
+    s = prepare_device(ctx, mem, dev, stream);
+    if (!s) s = bsk_topk_block_layout(ctx, &p, &la.L);
+    Py_END_ALLOW_THREADS
+    if (s) { status_error("bsk_topk_block_layout", s); goto done; }
+    ret = Py_NewRef(Py_None);
+done:
+    layout_arg_release(&la);
+    for (int i = 0; i < 5; i++) view_release(all[i]);
+    return ret;
+}
+
+static const char layout_check_doc[] =
+    "attn_layout_validate(layout, dlpack_stream=None) / attn_layout_tiles(layout, dlpack_stream=None)\n"
+    "Full check (bsk_attn_layout_validate) / (full, partial) tile counts of an AttnLayout or 11-tuple layout.\n"
+    "Device arrays are copied to the host: this synchronizes.";
+
+static PyObject *layout_check(PyObject *args, PyObject *kw, int tiles)
+{
+    static char *kwlist[] = {"layout", "dlpack_stream", NULL};
+    PyObject *olay, *odl = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|O", kwlist, &olay, &odl)) return NULL;
+    layout_arg la;
+    if (layout_arg_get(&la, olay, odl)) return NULL;
+    PyObject *ret = NULL;
+    if (la.tuple) {
+        view *vs[4] = {&la.v[0], &la.v[1], &la.v[2], &la.v[3]};
+        bsk_memory lm;
+        if (same_place(vs, 4, &lm, &la.dev_id)) goto done;
+        la.L.mem = lm;
+    }
+    bsk_status s;
+    int64_t nf = 0, np = 0;
+    Py_BEGIN_ALLOW_THREADS
+    s = set_device(la.L.mem == BSK_MEM_DEVICE ? la.dev_id : -1);
+    if (!s) s = tiles ? bsk_attn_layout_tiles(&la.L, &nf, &np) : bsk_attn_layout_validate(&la.L);
+    Py_END_ALLOW_THREADS
+    if (s) { status_error(tiles ? "bsk_attn_layout_tiles" : "bsk_attn_layout_validate", s); goto done; }
+    ret = tiles ? Py_BuildValue("(LL)", (long long)nf, (long long)np) : Py_NewRef(Py_None);
+done:
+    layout_arg_release(&la);
+    return ret;
+}
+
+static PyObject *py_layout_validate(PyObject *Py_UNUSED(m), PyObject *args, PyObject *kw) { return layout_check(args, kw, 0); }
+static PyObject *py_layout_tiles(PyObject *Py_UNUSED(m), PyObject *args, PyObject *kw) { return layout_check(args, kw, 1); }
+
 /* ---------------------------------------------------------------- module-level facts */
 
 static PyObject *py_version(PyObject *Py_UNUSED(m), PyObject *Py_UNUSED(a))
@@ -666,6 +1512,21 @@ static PyMethodDef module_methods[] = {
     {"status_string", py_status_string, METH_O, "bsk_status_string(code)."},
     {"make_error", py_make_error, METH_VARARGS, "make_error(code, message) -> BSKError instance."},
     {"device_query", py_device_query, METH_NOARGS, "bsk_device_query() as a dict ('available': False without GPU)."},
+    {"attention_forward", (PyCFunction)(void (*)(void))py_attention, METH_VARARGS | METH_KEYWORDS, attention_doc},
+    {"topk_block_layout", (PyCFunction)(void (*)(void))py_topk, METH_VARARGS | METH_KEYWORDS, topk_doc},
+    {"attn_layout_dense", py_layout_dense, METH_VARARGS,
+     "attn_layout_dense(seq_q, seq_k, block_q, block_k) -> AttnLayout (host): every tile."},
+    {"attn_layout_causal", py_layout_causal, METH_VARARGS,
+     "attn_layout_causal(seq_q, seq_k, block_q, block_k, causal_offset) -> AttnLayout (host)."},
+    {"attn_layout_local", py_layout_local, METH_VARARGS,
+     "attn_layout_local(seq_q, seq_k, block_q, block_k, window_left, window_right, global_blocks, causal,\n"
+     "causal_offset) -> AttnLayout (host): sliding window of key blocks plus global blocks."},
+    {"attn_layout_from_mask", py_layout_from_mask, METH_VARARGS, layout_from_mask_doc},
+    {"attn_layout_alloc", (PyCFunction)(void (*)(void))py_layout_alloc, METH_VARARGS | METH_KEYWORDS,
+     "attn_layout_alloc(seq_q, seq_k, block_q, block_k, batch, heads, capacity, device=-1) -> an empty AttnLayout."},
+    {"attn_layout_validate", (PyCFunction)(void (*)(void))py_layout_validate, METH_VARARGS | METH_KEYWORDS,
+     layout_check_doc},
+    {"attn_layout_tiles", (PyCFunction)(void (*)(void))py_layout_tiles, METH_VARARGS | METH_KEYWORDS, layout_check_doc},
     {NULL, NULL, 0, NULL},
 };
 
@@ -677,7 +1538,7 @@ static struct PyModuleDef module_def = {
 
 PyMODINIT_FUNC PyInit__bsk(void)
 {
-    if (PyType_Ready(&ContextType) < 0) return NULL;
+    if (PyType_Ready(&ContextType) < 0 || PyType_Ready(&AttnLayoutType) < 0) return NULL;
     PyObject *m = PyModule_Create(&module_def);
     if (!m) return NULL;
     PyObject *dict = Py_BuildValue("{sssssOsOsO}", "__doc__",
@@ -688,7 +1549,9 @@ PyMODINIT_FUNC PyInit__bsk(void)
     BSKError = PyErr_NewException("blackwellsparsek.BSKError", PyExc_RuntimeError, dict);
     Py_DECREF(dict);
     if (!BSKError || PyModule_AddObjectRef(m, "BSKError", BSKError) < 0) goto fail;
-    if (PyModule_AddObjectRef(m, "Context", (PyObject *)&ContextType) < 0) goto fail;
+    if (PyModule_AddObjectRef(m, "Context", (PyObject *)&ContextType) < 0 ||
+        PyModule_AddObjectRef(m, "AttnLayout", (PyObject *)&AttnLayoutType) < 0)
+        goto fail;
     PyObject *names = PyDict_New();
     if (!names) goto fail;
     for (int i = 0; i < N_STATUS; i++) {

@@ -1,9 +1,11 @@
-"""bsk.nn.BSRLinear: a drop-in for torch.nn.Linear whose weight is block-sparse."""
+"""bsk.nn.BSRLinear (a drop-in for torch.nn.Linear whose weight is block-sparse) and bsk.nn.TopKBlockGate (the
+top-k block gate choosing a block-sparse attention layout from Q and K)."""
 import math
 
 import torch
 from torch import nn
 
+from .attention import _order, block_scores, topk_block_layout
 from .ops import BSRMatrix, _pair, sparse_mm
 
 
@@ -110,4 +112,65 @@ class BSRLinear(nn.Module):
                 f"block_size={self.block_size}, density={self.density:.3f}")
 
 
-__all__ = ["BSRLinear"]
+class TopKBlockGate(nn.Module):
+    """Chooses a block-sparse attention layout from Q and K: for each (batch, head, query block) the
+    k_blocks key blocks with the largest score
+
+        s(i, j) = (mean of query block i's rows of Q) · W_q  ·  (mean of key block j's rows of K) · W_k
+
+    with learnable projections W_q, W_k (head_dim x proj_dim; initialised to the identity when proj_dim ==
+    head_dim, so an untrained gate scores plain pooled dot products). forward(q, k) returns an
+    bsk.AttnLayout for bsk.block_sparse_attention, computed by libbsk's gate (bsk.topk_block_layout) on the
+    inputs' device.
+
+    The selection itself is not differentiable: no gradient flows from the layout (or from the attention
+    output through it) to q, k, W_q or W_k. To learn the projections, train them with an auxiliary loss on
+    block_scores(q, k) (the same scores computed with differentiable torch ops), e.g. against the attention
+    mass each key block gets in dense attention.
+
+    keep_first / keep_diagonal force key block 0 / the diagonal block (they count toward k_blocks); causal
+    (with causal_offset) restricts the candidates and makes block_sparse_attention apply the causal mask.
+    """
+
+    def __init__(self, head_dim, block_size, k_blocks, proj_dim=None, *, keep_first=True, keep_diagonal=True,
+                 causal=False, causal_offset=0, layout_order="bshd", device=None, dtype=None):
+        super().__init__()
+        self.head_dim = int(head_dim)
+        self.proj_dim = self.head_dim if proj_dim is None else int(proj_dim)
+        self.block_size = _pair(block_size)
+        self.k_blocks = int(k_blocks)
+        self.keep_first, self.keep_diagonal = bool(keep_first), bool(keep_diagonal)
+        self.causal, self.causal_offset = bool(causal), int(causal_offset)
+        _order(layout_order)
+        self.layout_order = layout_order
+        self.proj_q = nn.Parameter(torch.empty(self.head_dim, self.proj_dim, device=device, dtype=dtype))
+        self.proj_k = nn.Parameter(torch.empty(self.head_dim, self.proj_dim, device=device, dtype=dtype))
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        with torch.no_grad():
+            if self.proj_dim == self.head_dim:
+                nn.init.eye_(self.proj_q)
+                nn.init.eye_(self.proj_k)
+            else:  # a random projection that keeps dot products' scale on average
+                nn.init.normal_(self.proj_q, std=1.0 / math.sqrt(self.proj_dim))
+                nn.init.normal_(self.proj_k, std=1.0 / math.sqrt(self.proj_dim))
+
+    def forward(self, q, k, kv_lens=None):
+        """The layout (bsk.AttnLayout, q's batch and heads) for q, k in this gate's layout_order."""
+        return topk_block_layout(q, k, self.block_size, self.k_blocks, self.keep_first, self.keep_diagonal, self.causal,
+                                 self.proj_q, self.proj_k, causal_offset=self.causal_offset, kv_lens=kv_lens,
+                                 layout_order=self.layout_order)
+
+    def block_scores(self, q, k, kv_lens=None):
+        """The scores the gate ranks, [batch, heads, mq, nb] (-inf for non-candidates), differentiable w.r.t.
+        q, k and the projections (torch ops, fp32)."""
+        return block_scores(q, k, self.block_size, self.proj_q, self.proj_k, kv_lens=kv_lens, causal=self.causal,
+                            causal_offset=self.causal_offset, layout_order=self.layout_order)
+
+    def extra_repr(self):
+        return (f"head_dim={self.head_dim}, proj_dim={self.proj_dim}, block_size={self.block_size}, "
+                f"k_blocks={self.k_blocks}, causal={self.causal}, layout_order={self.layout_order!r}")
+
+
+__all__ = ["BSRLinear", "TopKBlockGate"]

@@ -11,7 +11,8 @@ using namespace bsk_hopper;
 
 struct bsk_hopper_tune_s bsk__hopper_tune = {0, 0, 0, 0, 0, 0, 0, 0, 0};
 
-/* Defaults decided by measurement (docs/hopper-spmm-notes.md). */
+/* Defaults decided by measurement (docs/hopper-spmm-notes.md): the 2-CTA cluster variant is correct but was
+   measured 1.5x slower on an H100 (run 4), so it runs only when bsk__hopper_tune.cluster asks for it. */
 static const int CLUSTER_DEFAULT = 0;
 
 typedef Cfg<128, 256, 4, false> Cfg128;  /* tile 128 x 256, 48 KB stages, direct epilogue            */

@@ -13,8 +13,10 @@
        (block row, N tile, stages in the item, flags) that the consumers read after the full barrier.
      - WG1, WG2, the consumers (setmaxnreg.inc): wgmma m64nWGNk16 from 128-byte-swizzled shared memory,
        fp32 accumulators in registers; for BM = 128 each takes 64 of the tile's rows, for BM = 64 each takes
-       half of the tile's columns. After the last stage of an item: alpha/beta epilogue straight from the
-       registers to global memory (rows >= M and columns >= N masked), then the next item.
+       half of the tile's columns. After the last stage of an item the epilogue: for 16-bit C with beta = 0
+       each consumer stages its 64 x WGN part in shared memory and TMA-stores it (clipped at M and N; the
+       store runs on under the next item's mainloop); otherwise alpha/beta straight from the registers to
+       global memory (rows >= M and columns >= N masked). Then the next item.
    Malformed device indices cannot cause out-of-bounds access: row_ptr is clamped by the prep kernel to
    [0, nnzb], a col_idx outside [0, nb) becomes a stage with no data (skipped), and TMA never reads outside
    the tensors it describes. */
