@@ -169,11 +169,12 @@ static void run_spmm(void *p)
 
 int main(int argc, char **argv)
 {
-    int quick = 0, variants = 0, cf32 = 0;
+    int quick = 0, variants = 0, cf32 = 0, ncu = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) quick = 1;
         else if (!strcmp(argv[i], "--variants")) variants = 1;
         else if (!strcmp(argv[i], "--cf32")) cf32 = 1;
+        else if (!strcmp(argv[i], "--ncu")) ncu = 1; /* each kernel once, no checks: for a profiler run */
         else if (!strcmp(argv[i], "--size") && i + 1 < argc) M_ = N_ = K_ = atoll(argv[++i]);
         else if (!strcmp(argv[i], "--iters") && i + 1 < argc) ITERS = atoi(argv[++i]);
     }
@@ -207,8 +208,16 @@ int main(int argc, char **argv)
     }
 
     /* cuBLAS dense baselines on random dense A, C in the input dtype (and fp32 for --cf32) */
-    double dense_tf[2], dense_tf32 = 0;
-    for (int bf = 0; bf < 2; bf++) {
+    double dense_tf[2] = {1, 1}, dense_tf32 = 0;
+    if (ncu) { /* the dense product once, for the profiler */
+        fill_rand16(hbuf, nAK, 0);
+        CK(cudaMemcpy(dA, hbuf, nAK * 2, cudaMemcpyHostToDevice));
+        gemm_arg g = {h, CUDA_R_16F, CUDA_R_16F, dA, dB[0], dC, CUBLAS_COMPUTE_32F};
+        run_gemm(&g);
+        CK(cudaDeviceSynchronize());
+        printf("ncu: cuBLAS fp16 dense\n");
+    }
+    for (int bf = 0; bf < 2 && !ncu; bf++) {
         fill_rand16(hbuf, nAK, bf);
         CK(cudaMemcpy(dA, hbuf, nAK * 2, cudaMemcpyHostToDevice));
         gemm_arg g = {h, bf ? CUDA_R_16BF : CUDA_R_16F, bf ? CUDA_R_16BF : CUDA_R_16F, dA, dB[bf], dC,
@@ -231,32 +240,50 @@ int main(int argc, char **argv)
         int skew, bf, b64w, band, nopdl, c32;
         const char *tag;
         int bswap, epi, classes, cluster;
+        int b64m, pf, maxc; /* tune: b64_mode, pf (lead in stages, -1 off), max_ctas */
     } cfg;
     cfg cfgs[64];
     int nc = 0;
+#define ADD(...) (cfgs[nc++] = (cfg){__VA_ARGS__})
     const double ds[3] = {0.10, 0.25, 0.50};
-    for (int bi = 0; bi < 2; bi++)
-        for (int di = 0; di < 3; di++)
-            for (int sk = 0; sk < 2; sk++) {
-                if (quick && (sk || di == 1)) continue;
-                cfgs[nc++] = (cfg){bi ? 64 : 128, ds[di], sk, 0, 0, 0, 0, 0, "", 0, 0, 0, 0};
-            }
-    if (!quick) {
-        cfgs[nc++] = (cfg){128, 0.25, 0, 1, 0, 0, 0, 0, "bf16", 0, 0, 0, 0};
-        cfgs[nc++] = (cfg){64, 0.25, 0, 1, 0, 0, 0, 0, "bf16", 0, 0, 0, 0};
+    if (!ncu)
+        for (int bi = 0; bi < 2; bi++)
+            for (int di = 0; di < 3; di++)
+                for (int sk = 0; sk < 2; sk++) {
+                    if (quick && (sk || di == 1)) continue;
+                    ADD(.b = bi ? 64 : 128, .d = ds[di], .skew = sk, .tag = "");
+                }
+    if (!quick && !ncu) {
+        ADD(.b = 128, .d = 0.25, .bf = 1, .tag = "bf16");
+        ADD(.b = 64, .d = 0.25, .bf = 1, .tag = "bf16");
     }
     if (variants) {
-        for (int di = 0; di < 3; di++)
-            for (int sk = 0; sk < 2; sk++)
-                cfgs[nc++] = (cfg){128, ds[di], sk, 0, 0, 0, 0, 0, "cluster 2 (A multicast)", 0, 0, 0, 1};
-        cfgs[nc++] = (cfg){128, 0.25, 0, 1, 0, 0, 0, 0, "bf16 cluster 2", 0, 0, 0, 1};
-        cfgs[nc++] = (cfg){128, 0.10, 0, 0, 0, 0, 0, 0, "repeat", 0, 0, 0, 0};
-        cfgs[nc++] = (cfg){128, 0.10, 0, 0, 0, 0, 0, 0, "repeat cluster 2", 0, 0, 0, 1};
+        for (int di = 0; di < 3; di++) ADD(.b = 128, .d = ds[di], .pf = -1, .tag = "no L2 prefetch");
+        ADD(.b = 128, .d = 0.10, .skew = 1, .pf = -1, .tag = "no L2 prefetch");
+        ADD(.b = 128, .d = 0.10, .pf = 8, .tag = "prefetch lead 8");
+        ADD(.b = 128, .d = 0.50, .pf = 8, .tag = "prefetch lead 8");
+        for (int di = 0; di < 3; di++) ADD(.b = 64, .d = ds[di], .b64m = 1, .tag = "split 64x256");
+        ADD(.b = 64, .d = 0.50, .b64m = 1, .pf = -1, .tag = "split 64x256, no L2 prefetch");
+        ADD(.b = 64, .d = 0.10, .b64m = 2, .pf = -1, .tag = "pair, no L2 prefetch");
+        ADD(.b = 64, .d = 0.50, .b64m = 2, .pf = -1, .tag = "pair, no L2 prefetch");
+        ADD(.b = 128, .d = 0.50, .maxc = 66, .tag = "66 CTAs");
+        ADD(.b = 64, .d = 0.50, .maxc = 66, .tag = "66 CTAs");
+        ADD(.b = 128, .d = 0.10, .cluster = 1, .tag = "cluster 2 (A multicast)");
+        ADD(.b = 128, .d = 0.50, .cluster = 1, .tag = "cluster 2 (A multicast)");
+        ADD(.b = 128, .d = 0.10, .tag = "repeat");
     }
     if (cf32) {
-        cfgs[nc++] = (cfg){128, 0.10, 0, 0, 0, 0, 0, 1, "C fp32", 0, 0, 0, 0};
-        cfgs[nc++] = (cfg){128, 0.50, 0, 0, 0, 0, 0, 1, "C fp32", 0, 0, 0, 0};
+        ADD(.b = 128, .d = 0.10, .c32 = 1, .tag = "C fp32");
+        ADD(.b = 128, .d = 0.50, .c32 = 1, .tag = "C fp32");
     }
+    if (ncu) { /* one call each, under the profiler */
+        ADD(.b = 128, .d = 0.50, .tag = "ncu");
+        ADD(.b = 128, .d = 0.50, .cluster = 1, .tag = "ncu cluster");
+        ADD(.b = 128, .d = 0.10, .tag = "ncu");
+        ADD(.b = 64, .d = 0.50, .tag = "ncu");
+        ADD(.b = 64, .d = 0.50, .b64m = 1, .tag = "ncu split");
+    }
+#undef ADD
 
     char table[64][200];
     int nt = 0;
@@ -269,6 +296,9 @@ int main(int argc, char **argv)
         bsk__hopper_tune.epi = c.epi;
         bsk__hopper_tune.classes = c.classes;
         bsk__hopper_tune.cluster = c.cluster;
+        bsk__hopper_tune.b64_mode = c.b64m;
+        bsk__hopper_tune.pf = c.pf;
+        bsk__hopper_tune.max_ctas = c.maxc;
         bsk_dtype dt = c.bf ? BSK_BF16 : BSK_F16, ct = c.c32 ? BSK_F32 : dt;
         bsk_bsr hA, A;
         CS(bsk_bsr_random(M_, K_, c.b, c.b, c.d, c.skew ? BSK_PATTERN_SKEWED : BSK_PATTERN_UNIFORM, 1000 + ci, dt, &hA));
@@ -277,6 +307,15 @@ int main(int argc, char **argv)
         CS(bsk_bsr_clone(&hA, BSK_MEM_DEVICE, &A));
         bsk_dense B = {K_, N_, N_, dt, BSK_MEM_DEVICE, dB[c.bf]}, C = {M_, N_, N_, ct, BSK_MEM_DEVICE, dC};
         spmm_arg sa = {ctx, &A, &B, &C};
+        if (ncu) {
+            run_spmm(&sa);
+            CS(bsk_synchronize(ctx));
+            printf("ncu: b=%d d=%.2f %s %s kernel %s\n", c.b, c.d, c.skew ? "skewed" : "uniform", c.tag,
+                   bsk_last_kernel(ctx));
+            bsk_bsr_free(&A);
+            bsk_bsr_free(&hA);
+            continue;
+        }
         /* correctness at full size: cuBLAS on the densified A (fp32 out) vs bsk */
         CK(cudaMemset(dC, 0xff, nMN * 4)); /* NaN poison */
         run_spmm(&sa);
@@ -302,9 +341,10 @@ int main(int argc, char **argv)
         double flop = 2.0 * (double)A.nnzb * c.b * c.b * (double)N_;
         double tf = flop / (ms * 1e-3) * 1e-12;
         double base = c.c32 ? dense_tf32 : dense_tf[c.bf];
-        snprintf(table[nt++], sizeof table[0], "%4d %5.2f %-7s %-4s %7lld %4lld %8.3f %8.3f %7.1f %6.3f %9.2e %-19s %s (grid %d)",
+        snprintf(table[nt++], sizeof table[0], "%4d %5.2f %-7s %-4s %7lld %4lld %8.3f %8.3f %7.1f %6.3f %9.2e %-19s %s (grid %d, pf %d)",
                  c.b, c.d, c.skew ? "skewed" : "uniform", c.bf ? "bf16" : "fp16", (long long)A.nnzb, (long long)st.row_max,
-                 ms, mn, tf, tf / base, err, kern, c.tag, bsk__hopper_tune.out_max_grid);
+                 ms, mn, tf, tf / base, err, kern, c.tag, c.maxc ? c.maxc : bsk__hopper_tune.out_max_grid,
+                 bsk__hopper_tune.out_pf);
         printf("%s\n", table[nt - 1]);
         fflush(stdout);
         bsk_bsr_free(&A);

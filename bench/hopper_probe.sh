@@ -1,10 +1,12 @@
 #!/bin/bash
 # hopper_probe.sh — one device run for the Hopper SpMM: build (sm_90a only), the gpu_hopper tests,
-# compute-sanitizer memcheck + racecheck on a small case, then the probe (cuBLAS vs bsk at 8192^3).
+# compute-sanitizer memcheck on the malformed-index test, the probe (cuBLAS vs bsk at 8192^3), optionally an
+# Nsight Compute pass, and the probe's E table printed last.
 # Usage (on the device machine, from the repo root): bench/hopper_probe.sh [probe args...]
-#   HOPPER_SAN=0 skips the sanitizer step; HOPPER_TESTS=0 skips the tests.
+#   HOPPER_BUILD=dir (default build-hopper2); HOPPER_TESTS=0 skips the tests; HOPPER_SAN=0 skips memcheck,
+#   HOPPER_SAN=2 adds memcheck on the tails test and racecheck; HOPPER_NCU=1 adds the ncu pass.
 set -o pipefail
-B=build-hopper
+B=${HOPPER_BUILD:-build-hopper2}
 OUT=${OUT:-/tmp/hopper_out}
 mkdir -p "$OUT"
 CUDA_HOME=${CUDA_HOME:-$(dirname "$(dirname "$(command -v nvcc)")")}
@@ -16,28 +18,52 @@ cc -std=c11 -O2 -Wall -Wextra -Iinclude -Isrc -I"$CUDA_HOME/include" bench/hoppe
     $B/lib/libbsk.a -L"$CUDA_HOME/lib64" -lcublas -lcudart_static -ldl -lrt -lpthread -lm -lstdc++ \
     >> "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; echo "PROBE BUILD FAILED"; exit 1; }
 echo "build: $(( $(date +%s) - t0 )) s"
-res_tests="not run"; res_mem="not run"; res_race="not run"
+res_tests="not run"; res_mem="not run"; res_race="not run"; res_ncu="not run"
 if [ "${HOPPER_TESTS:-1}" = 1 ]; then
-    timeout 150 $B/bin/bsk_tests gpu_hopper 2>&1 | tee "$OUT/tests.log" | grep -v "^ok "
+    timeout 100 $B/bin/bsk_tests gpu_hopper 2>&1 | tee "$OUT/tests.log" | grep -v "^ok "
     rc=$?
     res_tests="rc=$rc $(tail -1 "$OUT/tests.log")"
     if [ $rc = 124 ]; then echo "tests: TIMED OUT (hang?)"; HOPPER_SAN=0; fi
+    echo "tests: $(( $(date +%s) - t0 )) s"
 fi
-if [ "${HOPPER_SAN:-1}" = 1 ]; then
-    timeout 90 compute-sanitizer --tool memcheck --error-exitcode 9 $B/bin/bsk_tests gpu_hopper_spmm_tails \
+if [ "${HOPPER_SAN:-1}" != 0 ]; then
+    timeout 40 compute-sanitizer --tool memcheck --error-exitcode 9 $B/bin/bsk_tests gpu_hopper_spmm_malformed \
         > "$OUT/memcheck.log" 2>&1; rc=$?
-    res_mem="rc=$rc $(grep -c 'Invalid\|out of bounds' "$OUT/memcheck.log") invalid-access lines; $(grep 'ERROR SUMMARY' "$OUT/memcheck.log")"
-    timeout 90 compute-sanitizer --tool memcheck --error-exitcode 9 $B/bin/bsk_tests gpu_hopper_spmm_malformed \
-        >> "$OUT/memcheck.log" 2>&1; rc=$?
-    res_mem="$res_mem | malformed: rc=$rc $(grep 'ERROR SUMMARY' "$OUT/memcheck.log" | tail -1)"
-    timeout 90 compute-sanitizer --tool memcheck --error-exitcode 9 $B/bin/bsk_tests gpu_hopper_spmm_cluster \
-        >> "$OUT/memcheck.log" 2>&1; rc=$?
-    res_mem="$res_mem | cluster: rc=$rc $(grep 'ERROR SUMMARY' "$OUT/memcheck.log" | tail -1)"
-    timeout 90 compute-sanitizer --tool racecheck --error-exitcode 9 $B/bin/bsk_tests gpu_hopper_spmm_tails \
-        > "$OUT/racecheck.log" 2>&1; rc=$?
-    res_race="rc=$rc $(grep 'RACECHECK SUMMARY\|ERROR SUMMARY' "$OUT/racecheck.log" | tail -1)"
+    res_mem="malformed: rc=$rc $(grep 'ERROR SUMMARY' "$OUT/memcheck.log" | tail -1)"
+    if [ "${HOPPER_SAN:-1}" = 2 ]; then
+        timeout 60 compute-sanitizer --tool memcheck --error-exitcode 9 $B/bin/bsk_tests gpu_hopper_spmm_tails \
+            >> "$OUT/memcheck.log" 2>&1; rc=$?
+        res_mem="$res_mem | tails: rc=$rc $(grep 'ERROR SUMMARY' "$OUT/memcheck.log" | tail -1)"
+        timeout 60 compute-sanitizer --tool racecheck --error-exitcode 9 $B/bin/bsk_tests gpu_hopper_spmm_tails \
+            > "$OUT/racecheck.log" 2>&1; rc=$?
+        res_race="rc=$rc $(grep 'RACECHECK SUMMARY\|ERROR SUMMARY' "$OUT/racecheck.log" | tail -1)"
+    fi
+    echo "sanitizer: $(( $(date +%s) - t0 )) s"
 fi
-timeout 200 $B/bin/hopper_probe "$@" 2>&1 | tee "$OUT/probe.log"
+timeout ${HOPPER_PROBE_TIMEOUT:-130} $B/bin/hopper_probe "$@" > "$OUT/probe.log" 2>&1
+res_probe="rc=$?"
+echo "probe: $(( $(date +%s) - t0 )) s"
+if [ "${HOPPER_NCU:-0}" = 1 ]; then
+    NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+    if [ -n "$NCU" ]; then
+        timeout ${HOPPER_NCU_TIMEOUT:-60} "$NCU" --clock-control none --section SpeedOfLight \
+            --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis \
+            -k regex:'spmm_kernel|gemm|nvjet|xmma|cutlass' $B/bin/hopper_probe --ncu > "$OUT/ncu.log" 2>&1
+        res_ncu="rc=$?"
+        # one line per kernel: name, then the headline figures
+        awk '/^ncu: /{print} /^  [A-Za-z_].*\(.*\)x\(/{n=$1; sub(/<.*/,"",n); printf "\n%s", n}
+             /SM Frequency|^ +Duration|Compute \(SM\) Throughput|L2 Cache Throughput|DRAM Throughput|L2 Hit Rate |Max Bandwidth|Mem Busy|Executed Ipc Active/{
+                 v=$NF; $NF=""; gsub(/  +/," "); printf " |%s%s", $0, v} END{print ""}' "$OUT/ncu.log" | tail -30
+    else
+        res_ncu="ncu not found"
+    fi
+    echo "ncu: $(( $(date +%s) - t0 )) s"
+fi
 echo "tests: $res_tests"
 echo "memcheck: $res_mem"
 echo "racecheck: $res_race"
+echo "ncu: $res_ncu; probe: $res_probe"
+# the E table last
+sed -n '/^cuBLAS/p' "$OUT/probe.log"
+sed -n '/^== summary/,$p' "$OUT/probe.log"
+[ -n "$(sed -n '/^== summary/p' "$OUT/probe.log")" ] || tail -40 "$OUT/probe.log"

@@ -198,12 +198,13 @@ BSK_TEST(gpu_hopper_spmm_persistent_few_ctas)
     if (why) SKIP(why);
     struct bsk_hopper_tune_s saved = bsk__hopper_tune;
     bsk_rng *r = bsk_test_rng();
-    for (int v = 0; v < 3; v++) {
+    for (int v = 0; v < 4; v++) {
         const int b = v == 0 ? 128 : 64;
         bsk__hopper_tune.max_ctas = 3;
         bsk__hopper_tune.b64_wgn = v == 2 ? 256 : 128;
+        bsk__hopper_tune.b64_mode = v == 3 ? 1 : 0; /* v 1: the default (paired rows), v 3: split */
         bsk__hopper_tune.band_mb = v == 1 ? 1 : 0; /* tiny bands: many bands, partial last band */
-        bsk__hopper_tune.classes = v;               /* bit-length classes, none, two bits per class */
+        bsk__hopper_tune.classes = v % 3;           /* bit-length classes, none, two bits per class */
         bsk_bsr A = random_bsr(9 * b - 5, 8 * b, b, 0.45, BSK_PATTERN_SKEWED, v == 2 ? BSK_BF16 : BSK_F16);
         int64_t N = 8 * bsk_rng_int(r, 90, 140);
         run_device_case(t, ctx, &A, N, 0, 0, BSK_F32, 1.0f, 0.0f, 1);
@@ -243,6 +244,99 @@ BSK_TEST(gpu_hopper_spmm_cluster)
     bsk_destroy(ctx);
 }
 
+/* BM = 64 both ways: the split 64 x 256 tile (b64_mode 1) and paired block rows (b64_mode 2, the merge of
+   two rows' column lists). Every input/output dtype, beta random (direct epilogue) and zero (TMA store for
+   16-bit C), an odd number of block rows (the last pair has no second row), M / N / K tails, pairs with
+   one or both rows empty, and a skewed pattern. */
+BSK_TEST(gpu_hopper_spmm_b64_modes)
+{
+    bsk_context *ctx = NULL;
+    const char *why = hopper_skip_reason(&ctx);
+    if (why) SKIP(why);
+    struct bsk_hopper_tune_s saved = bsk__hopper_tune;
+    const bsk_dtype ins[2] = {BSK_F16, BSK_BF16}, outs[3] = {BSK_F32, BSK_F16, BSK_BF16};
+    bsk_rng *r = bsk_test_rng();
+    const int b = 64;
+    for (int mode = 1; mode <= 2; mode++) {
+        bsk__hopper_tune.b64_mode = mode;
+        const char *want = mode == 2 ? "hopper-wgmma-b64p" : "hopper-wgmma-b64";
+        for (int ii = 0; ii < 2; ii++)
+            for (int oi = 0; oi < 3; oi++) {
+                /* 4..6 block rows, the last one partial: odd or even counts of rows */
+                int64_t M = (int64_t)b * bsk_rng_int(r, 3, 5) + bsk_rng_int(r, 1, b - 1);
+                int64_t K = 5 * b + bsk_rng_int(r, 1, b - 1), N = 8 * bsk_rng_int(r, 20, 70);
+                bsk_bsr A = random_bsr(M, K, b, 0.55, BSK_PATTERN_UNIFORM, ins[ii]);
+                for (int z = 0; z < 2; z++) {
+                    float alpha = 0.5f + (float)bsk_rng_uniform(r), beta = z ? 0.0f : bsk_rng_sym(r);
+                    double e = run_device_case(t, ctx, &A, N, 8, 8, outs[oi], alpha, beta, 1);
+                    if (strcmp(bsk_last_kernel(ctx), want) != 0) {
+                        t->failed++;
+                        fprintf(stderr, "  last kernel %s, want %s\n", bsk_last_kernel(ctx), want);
+                    }
+                    if (!(e <= bsk_tol(ins[ii], outs[oi])))
+                        fprintf(stderr, "  mode=%d in=%d out=%d beta=%g M=%lld N=%lld K=%lld err=%.3e\n", mode, (int)ins[ii],
+                                (int)outs[oi], beta, (long long)M, (long long)N, (long long)K, e);
+                }
+                bsk_bsr_free(&A);
+            }
+        /* pairs with an empty row: rows 1 mod 4 empty (second row of even pairs), rows 2, 3 mod 8 both empty,
+           N = 8k + 1 (the last column alone, direct epilogue), then N - 1 */
+        const int64_t M = 11 * b - 9, K = 6 * b + 5, N = 8 * bsk_rng_int(r, 15, 35) + 1;
+        const int64_t mb = (M + b - 1) / b, nb = (K + b - 1) / b;
+        bsk_dense D = bsk_test_dense(M, K, 0, BSK_F16, r);
+        uint8_t *mask = (uint8_t *)calloc((size_t)(mb * nb), 1);
+        for (int64_t i = 0; i < mb; i++)
+            for (int64_t j = 0; j < nb; j++)
+                mask[i * nb + j] = (i % 4 == 1 || i % 8 == 2 || i % 8 == 3) ? 0 : (bsk_rng_uniform(r) < 0.5);
+        bsk_bsr E;
+        REQUIRE_OK(bsk_bsr_from_mask(&D, b, b, mask, &E));
+        run_device_case(t, ctx, &E, N, 8 - N % 8, 8 - N % 8, BSK_F32, 1.5f, 0.0f, 1);
+        run_device_case(t, ctx, &E, N - 1, 0, 0, BSK_F16, 1.0f, 0.0f, 1); /* N even: TMA-store epilogue */
+        run_device_case(t, ctx, &E, N - 1, 0, 0, BSK_BF16, 1.0f, -0.5f, 1);
+        bsk_bsr S = random_bsr(13 * b, 12 * b, b, 0.3, BSK_PATTERN_SKEWED, BSK_BF16);
+        run_device_case(t, ctx, &S, 392, 0, 0, BSK_BF16, 0.75f, 0.0f, 1);
+        run_device_case(t, ctx, &S, 392, 0, 0, BSK_F32, 0.75f, 0.5f, 1);
+        bsk_bsr_free(&S);
+        bsk_bsr_free(&E);
+        free(mask);
+        bsk_test_dense_free(&D);
+    }
+    bsk__hopper_tune = saved;
+    bsk_destroy(ctx);
+}
+
+/* Rows longer than 64 blocks (the producer reloads its 32-index window twice per row and the L2-prefetch
+   look-ups reach into the next window), with the prefetch off, at its default lead and at the largest lead
+   (32 blocks: past the end of every window), on a grid of 2 CTAs (the next item's look-ahead runs every
+   item). BM = 128, and BM = 64 split and paired. */
+BSK_TEST(gpu_hopper_spmm_long_rows_prefetch)
+{
+    bsk_context *ctx = NULL;
+    const char *why = hopper_skip_reason(&ctx);
+    if (why) SKIP(why);
+    struct bsk_hopper_tune_s saved = bsk__hopper_tune;
+    bsk_rng *r = bsk_test_rng();
+    for (int v = 0; v < 3; v++) {
+        const int b = v == 0 ? 128 : 64;
+        bsk__hopper_tune.b64_mode = v == 1 ? 1 : 2;
+        bsk__hopper_tune.max_ctas = 2;
+        const int64_t M = 3 * b + bsk_rng_int(r, 1, b - 1), K = 78 * b + bsk_rng_int(r, 1, b - 1);
+        bsk_bsr A = random_bsr(M, K, b, 0.92, BSK_PATTERN_UNIFORM, v == 2 ? BSK_BF16 : BSK_F16);
+        for (int q = 0; q < 3; q++) {
+            bsk__hopper_tune.pf = q == 0 ? -1 : q == 1 ? 0 : 64;
+            run_device_case(t, ctx, &A, 136, 0, 0, q == 2 ? BSK_F32 : A.dtype, 1.0f, 0.0f, 1);
+            const int want = q == 0 ? 0 : q == 1 ? (b == 128 ? 2 : 4) : 32;
+            if (bsk__hopper_tune.out_pf != want) {
+                t->failed++;
+                fprintf(stderr, "  prefetch lead %d blocks, want %d\n", bsk__hopper_tune.out_pf, want);
+            }
+        }
+        bsk_bsr_free(&A);
+    }
+    bsk__hopper_tune = saved;
+    bsk_destroy(ctx);
+}
+
 /* Malformed device indices (row_ptr past nnzb and decreasing, col_idx out of range) must not fault:
    the call succeeds (device indices are not validated) and the stream stays healthy. */
 BSK_TEST(gpu_hopper_spmm_malformed_indices_safe)
@@ -251,6 +345,7 @@ BSK_TEST(gpu_hopper_spmm_malformed_indices_safe)
     const char *why = hopper_skip_reason(&ctx);
     if (why) SKIP(why);
     const int b = 64;
+    struct bsk_hopper_tune_s saved = bsk__hopper_tune;
     bsk_bsr A = random_bsr(4 * b, 4 * b, b, 0.5, BSK_PATTERN_UNIFORM, BSK_F16);
     bsk_bsr dA;
     REQUIRE_OK(bsk_bsr_clone(&A, BSK_MEM_DEVICE, &dA));
@@ -266,17 +361,22 @@ BSK_TEST(gpu_hopper_spmm_malformed_indices_safe)
     dB.data = dev_copy(B.data, dense_bytes(&B));
     dC.data = dev_copy(C.data, dense_bytes(&C));
     REQUIRE(dB.data && dC.data);
-    CHECK_STATUS(bsk_spmm(ctx, BSK_OP_N, 1.0f, &dA, &dB, 0.0f, &dC), BSK_SUCCESS);
-    CHECK_STATUS(bsk_synchronize(ctx), BSK_SUCCESS);
-    CHECK(cudaDeviceSynchronize() == cudaSuccess);
+    /* BM = 64 both ways (paired rows merge two malformed lists), prefetch at its largest lead */
+    for (int mode = 1; mode <= 2; mode++) {
+        bsk__hopper_tune.b64_mode = mode;
+        bsk__hopper_tune.pf = 64;
+        CHECK_STATUS(bsk_spmm(ctx, BSK_OP_N, 1.0f, &dA, &dB, 0.0f, &dC), BSK_SUCCESS);
+        CHECK_STATUS(bsk_synchronize(ctx), BSK_SUCCESS);
+        CHECK(cudaDeviceSynchronize() == cudaSuccess);
+    }
+    bsk__hopper_tune = saved;
     cudaFree(dB.data);
     cudaFree(dC.data);
     bsk_test_dense_free(&B);
     bsk_test_dense_free(&C);
     bsk_bsr_free(&dA);
     bsk_bsr_free(&A);
-    /* the same with 128-blocks through the cluster variant (16-bit C) */
-    struct bsk_hopper_tune_s saved = bsk__hopper_tune;
+    /* the same with 128-blocks through the cluster variant (16-bit C) and unclustered */
     bsk__hopper_tune.cluster = 1;
     A = random_bsr(4 * 128, 4 * 128, 128, 0.5, BSK_PATTERN_UNIFORM, BSK_F16);
     REQUIRE_OK(bsk_bsr_clone(&A, BSK_MEM_DEVICE, &dA));
@@ -293,6 +393,10 @@ BSK_TEST(gpu_hopper_spmm_malformed_indices_safe)
     dB.data = dev_copy(B.data, dense_bytes(&B));
     dC.data = dev_copy(C.data, dense_bytes(&C));
     REQUIRE(dB.data && dC.data);
+    CHECK_STATUS(bsk_spmm(ctx, BSK_OP_N, 1.0f, &dA, &dB, 0.0f, &dC), BSK_SUCCESS);
+    CHECK_STATUS(bsk_synchronize(ctx), BSK_SUCCESS);
+    CHECK(cudaDeviceSynchronize() == cudaSuccess);
+    bsk__hopper_tune.cluster = 2;
     CHECK_STATUS(bsk_spmm(ctx, BSK_OP_N, 1.0f, &dA, &dB, 0.0f, &dC), BSK_SUCCESS);
     CHECK_STATUS(bsk_synchronize(ctx), BSK_SUCCESS);
     CHECK(cudaDeviceSynchronize() == cudaSuccess);
@@ -338,4 +442,6 @@ BSK_TEST(gpu_hopper_spmm_declines_unaligned)
 
 #else /* built without CUDA: the tests exist and skip */
 BSK_TEST(gpu_hopper_spmm_dtypes_blocks) { SKIP("built without CUDA"); }
+BSK_TEST(gpu_hopper_spmm_b64_modes) { SKIP("built without CUDA"); }
+BSK_TEST(gpu_hopper_spmm_long_rows_prefetch) { SKIP("built without CUDA"); }
 #endif

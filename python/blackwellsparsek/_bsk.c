@@ -1247,8 +1247,9 @@ static PyObject *py_attention(PyObject *Py_UNUSED(m), PyObject *args, PyObject *
     if (order != 0 && order != 1) return fail(BSK_ERR_INVALID_ARGUMENT, "attention: order must be 0 (bshd) or 1 (bhsd)");
 
     view q, k, v, o, lse, kvl;
-    view *all[6] = {&q, &k, &v, &o, &lse, &kvl};
-    for (int i = 0; i < 6; i++) memset(all[i], 0, sizeof(view));
+    view *owned[6] = {&q, &k, &v, &o, &lse, &kvl}; /* released at the end */
+    view *all[6] = {&q, &k, &v, &o, NULL, NULL};   /* the operands present, for same_place */
+    for (int i = 0; i < 6; i++) memset(owned[i], 0, sizeof(view));
     layout_arg la;
     memset(&la, 0, sizeof la);
     int n = 4;
@@ -1333,7 +1334,7 @@ static PyObject *py_attention(PyObject *Py_UNUSED(m), PyObject *args, PyObject *
     ret = Py_NewRef(Py_None);
 done:
     layout_arg_release(&la);
-    for (int i = 0; i < 6; i++) view_release(all[i]);
+    for (int i = 0; i < 6; i++) view_release(owned[i]);
     return ret;
 }
 
@@ -1364,8 +1365,9 @@ static PyObject *py_topk(PyObject *Py_UNUSED(m), PyObject *args, PyObject *kw)
         return fail(BSK_ERR_INVALID_ARGUMENT, "topk_block_layout: top_k = %lld must be in 1..2^31-1", top_k);
 
     view q, k, kvl, wq, wk;
-    view *all[5] = {&q, &k, &kvl, &wq, &wk};
-    for (int i = 0; i < 5; i++) memset(all[i], 0, sizeof(view));
+    view *owned[5] = {&q, &k, &kvl, &wq, &wk};  /* released at the end */
+    view *all[5] = {&q, &k, NULL, NULL, NULL}; /* the operands present, for same_place */
+    for (int i = 0; i < 5; i++) memset(owned[i], 0, sizeof(view));
     layout_arg la;
     memset(&la, 0, sizeof la);
     int n = 2;
@@ -1425,7 +1427,7 @@ static PyObject *py_topk(PyObject *Py_UNUSED(m), PyObject *args, PyObject *kw)
     ret = Py_NewRef(Py_None);
 done:
     layout_arg_release(&la);
-    for (int i = 0; i < 5; i++) view_release(all[i]);
+    for (int i = 0; i < 5; i++) view_release(owned[i]);
     return ret;
 }
 

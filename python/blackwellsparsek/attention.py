@@ -33,8 +33,9 @@ def _order(layout_order):
 def _dims(t, bhsd):
     """(batch, seq, heads, dim) of a 4-D attention tensor in the given order."""
     if t.dim() != 4:
-        raise _dlpack.error("BSK_ERR_SHAPE_MISMATCH", f"attention tensors are 4-D [{'batch, heads, seq, dim' if bhsd else 'batch, seq, heads, dim'}], "
-                            f"got shape {tuple(t.shape)}")
+        names = "batch, heads, seq, dim" if bhsd else "batch, seq, heads, dim"
+        raise _dlpack.error("BSK_ERR_SHAPE_MISMATCH",
+                            f"attention tensors are 4-D [{names}], got shape {tuple(t.shape)}")
     b, x, y, d = t.shape
     return (b, y, x, d) if bhsd else (b, x, y, d)
 
@@ -89,9 +90,9 @@ class AttnLayout:
             if not isinstance(t, torch.Tensor):
                 raise TypeError(f"AttnLayout: {name} must be a torch.Tensor, got {type(t).__name__}")
             if t.dim() != nd:
-                raise _dlpack.error("BSK_ERR_SHAPE_MISMATCH", f"AttnLayout: {name} must be {nd}-D ("
-                                    f"{'[batch, heads, mq]' if nd == 3 else '[batch, heads, mq, capacity]'}), got shape "
-                                    f"{tuple(t.shape)}")
+                dims = "[batch, heads, mq]" if nd == 3 else "[batch, heads, mq, capacity]"
+                raise _dlpack.error("BSK_ERR_SHAPE_MISMATCH",
+                                    f"AttnLayout: {name} must be {nd}-D {dims}, got shape {tuple(t.shape)}")
         self.full_count = _to_int32(full_count, "full_count")
         self.full_idx = _to_int32(full_idx, "full_idx")
         self.part_count = _to_int32(part_count, "part_count")
@@ -105,12 +106,13 @@ class AttnLayout:
         shape = tuple(self.full_count.shape)
         if tuple(self.part_count.shape) != shape or tuple(self.full_idx.shape[:3]) != shape or \
                 tuple(self.part_idx.shape) != tuple(self.full_idx.shape):
+            shapes = ", ".join(str(tuple(t.shape)) for t in (self.full_count, self.full_idx, self.part_count,
+                                                             self.part_idx))
             raise _dlpack.error("BSK_ERR_SHAPE_MISMATCH", "AttnLayout: counts must be [batch, heads, mq] and indices "
-                                f"[batch, heads, mq, capacity] alike; got {tuple(self.full_count.shape)}, "
-                                f"{tuple(self.full_idx.shape)}, {tuple(self.part_count.shape)}, {tuple(self.part_idx.shape)}")
+                                f"[batch, heads, mq, capacity] alike; got {shapes}")
         if self.block_q >= 1 and shape[2] != _cdiv(self.seq_q, self.block_q):
-            raise _dlpack.error("BSK_ERR_SHAPE_MISMATCH", f"AttnLayout: {shape[2]} query blocks, but seq_q {self.seq_q} "
-                                f"in blocks of {self.block_q} makes {_cdiv(self.seq_q, self.block_q)}")
+            raise _dlpack.error("BSK_ERR_SHAPE_MISMATCH", f"AttnLayout: {shape[2]} query blocks, but seq_q "
+                                f"{self.seq_q} in blocks of {self.block_q} makes {_cdiv(self.seq_q, self.block_q)}")
         if validate:
             self.validate()
 
@@ -279,7 +281,8 @@ class AttnLayout:
         mq, nb = _cdiv(int(seq_q), bq), _cdiv(int(seq_k), bk)
         if tuple(mask.shape[-2:]) != (mq, nb):
             raise _dlpack.error("BSK_ERR_SHAPE_MISMATCH", f"AttnLayout.from_mask: mask's last dimensions are "
-                                f"{tuple(mask.shape[-2:])}; seq {seq_q} x {seq_k} in {bq}x{bk} blocks needs ({mq}, {nb})")
+                                f"{tuple(mask.shape[-2:])}; seq {seq_q} x {seq_k} in {bq}x{bk} blocks needs "
+                                f"({mq}, {nb})")
         host = mask.detach().to("cpu", torch.bool).contiguous()
         handle = _bsk.attn_layout_from_mask(int(seq_q), int(seq_k), bq, bk, b, h, host, bool(causal),
                                             int(causal_offset))
@@ -294,9 +297,11 @@ class AttnLayout:
 
         libbsk cannot run the BlockMask's mask_mod: inside partial tiles it applies its own element mask, the
         key length and (with causal=True in block_sparse_attention) k <= q + causal_offset. That reproduces a
-        causal mask_mod (q_idx >= kv_idx: causal_offset 0) and any mask whose partial tiles are partial only
-        because they cross the end of the sequence; block_sparse_attention checks the latter when causal is
-        off and raises otherwise."""
+        causal mask_mod (q_idx >= kv_idx: causal_offset 0; causal=True is your statement that the mask_mod is
+        that) and any mask whose partial tiles are partial only because they cross the end of the sequence.
+        Without causal, block_sparse_attention checks the latter (partial tiles only on the last query / key
+        block, and mask_mod allowing every element inside the sequences there, evaluated on those rows and
+        columns) and raises BSKError otherwise, rather than give a different result."""
         bq, bk = (int(x) for x in block_mask.BLOCK_SIZE)
         lengths = getattr(block_mask, "seq_lengths", None)
         if seq_q is None or seq_k is None:
@@ -308,8 +313,8 @@ class AttnLayout:
         mq, nb = _cdiv(seq_q, bq), _cdiv(seq_k, bk)
         kv_num, kv_idx = block_mask.kv_num_blocks, block_mask.kv_indices
         if kv_num.dim() != 3 or kv_idx.dim() != 4 or kv_num.shape[-1] < mq:
-            raise _dlpack.error("BSK_ERR_SHAPE_MISMATCH", f"AttnLayout.from_block_mask: kv_num_blocks {tuple(kv_num.shape)} "
-                                f"does not cover {mq} query blocks of {bq} (seq_q {seq_q})")
+            raise _dlpack.error("BSK_ERR_SHAPE_MISMATCH", f"AttnLayout.from_block_mask: kv_num_blocks "
+                                f"{tuple(kv_num.shape)} does not cover {mq} query blocks of {bq} (seq_q {seq_q})")
         part = _list_mask(kv_num[..., :mq], kv_idx[..., :mq, :], nb)
         if block_mask.full_kv_num_blocks is not None:
             full = _list_mask(block_mask.full_kv_num_blocks[..., :mq], block_mask.full_kv_indices[..., :mq, :], nb)
@@ -320,15 +325,63 @@ class AttnLayout:
         pc, pi = _lists_from_mask(part)
         return cls(fc, fi, pc, pi, seq_q, seq_k, (bq, bk), validate=False)
 
-    def _only_boundary_partials(self):
-        """Whether every partial tile crosses the end of seq_q or seq_k (the only partial tiles a non-causal
-        element mask reproduces). Reads the arrays: synchronizes on CUDA."""
-        part = _list_mask(self.part_count, self.part_idx, self.nb)
-        if self.seq_k % self.block_k:
-            part[..., -1] = False
-        if self.seq_q % self.block_q:
-            part[..., -1, :] = False
-        return not bool(part.any())
+    def _partials_match_key_length(self, mask_mod):
+        """Whether the element mask without the causal rule (the key length alone) is exact for every partial
+        tile: only tiles crossing the end of seq_q or seq_k may be partial, and mask_mod must allow every
+        element inside the sequences there (evaluated on those boundary rows and columns only). Reads the
+        arrays: synchronizes on CUDA."""
+        nb, mq, bq, bk = self.nb, self.mq, self.block_q, self.block_k
+        part = _list_mask(self.part_count, self.part_idx, nb)  # [Lb, Lh, mq, nb]
+        interior = part.clone()
+        if self.seq_k % bk:
+            interior[..., -1] = False
+        if self.seq_q % bq:
+            interior[..., -1, :] = False
+        if bool(interior.any()):
+            return False
+        if not bool(part.any()) or mask_mod is None or mask_mod is _noop_mask():
+            return True
+        Lb, Lh = part.shape[:2]
+        if Lb * Lh * (bq * self.seq_k + self.seq_q * bk) > 1 << 26:
+            return False  # too large to check here: refused rather than trusted
+        dev = part.device
+        b = torch.arange(Lb, device=dev)[:, None, None, None]
+        h = torch.arange(Lh, device=dev)[None, :, None, None]
+
+        def allowed(q0, q1, k0, k1):
+            qi = torch.arange(q0, q1, device=dev)[None, None, :, None]
+            ki = torch.arange(k0, k1, device=dev)[None, None, None, :]
+            try:
+                m = mask_mod(b, h, qi, ki)
+                return torch.as_tensor(m, device=dev).to(torch.bool).expand(Lb, Lh, q1 - q0, k1 - k0)
+            except Exception:  # noqa: BLE001 - a mask_mod that does not broadcast: cannot check, so refuse
+                return None
+
+        if self.seq_q % bq:  # last query block: its rows against every key, per key block
+            m = allowed((mq - 1) * bq, self.seq_q, 0, self.seq_k)
+            if m is None:
+                return False
+            m = torch.nn.functional.pad(m, (0, nb * bk - self.seq_k), value=True)
+            ok = m.reshape(Lb, Lh, m.shape[2], nb, bk).all(-1).all(2)  # [Lb, Lh, nb]
+            if bool((part[:, :, -1, :] & ~ok).any()):
+                return False
+        if self.seq_k % bk:  # last key block: every query row against its keys, per query block
+            m = allowed(0, self.seq_q, (nb - 1) * bk, self.seq_k)
+            if m is None:
+                return False
+            m = torch.nn.functional.pad(m, (0, 0, 0, mq * bq - self.seq_q), value=True)
+            ok = m.reshape(Lb, Lh, mq, bq, m.shape[3]).all(-1).all(-1)  # [Lb, Lh, mq]
+            if bool((part[..., -1] & ~ok).any()):
+                return False
+        return True
+
+
+def _noop_mask():
+    try:
+        from torch.nn.attention.flex_attention import noop_mask
+    except ImportError:
+        return None
+    return noop_mask
 
 
 def _is_block_mask(obj):
@@ -360,8 +413,8 @@ def _topk_into(q, k, out_tuple, top_k, kv_lens, causal, causal_offset, keep_firs
 
 @torch.library.custom_op("bsk::block_sparse_attention", mutates_args=())
 def _attention_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, full_count: torch.Tensor, full_idx: torch.Tensor,
-                  part_count: torch.Tensor, part_idx: torch.Tensor, kv_lens: Optional[torch.Tensor], seq_q: int, seq_k: int,
-                  block_q: int, block_k: int, scale: float, causal: bool, causal_offset: int,
+                  part_count: torch.Tensor, part_idx: torch.Tensor, kv_lens: Optional[torch.Tensor], seq_q: int,
+                  seq_k: int, block_q: int, block_k: int, scale: float, causal: bool, causal_offset: int,
                   bhsd: bool) -> Tuple[torch.Tensor, torch.Tensor]:
     b, s, h, _ = _dims(q, bhsd)
     out = torch.empty(q.shape, dtype=q.dtype, device=q.device)
@@ -454,11 +507,11 @@ def block_sparse_attention(q, k, v, layout, causal=None, scale=None, layout_orde
     if _is_block_mask(layout):
         block_mask = layout
         layout = AttnLayout.from_block_mask(block_mask, _dims(q, bhsd)[1], _dims(k, bhsd)[1])
-        if not causal and not layout._only_boundary_partials():
+        if not causal and not layout._partials_match_key_length(getattr(block_mask, "mask_mod", None)):
             raise _dlpack.error("BSK_ERR_INVALID_ARGUMENT", "block_sparse_attention: the BlockMask has partial tiles "
-                                "whose mask_mod bsk cannot evaluate (it applies only the causal rule and the key "
-                                "length inside partial tiles); pass causal=True if the mask_mod is causal, or build "
-                                "the BlockMask so that those tiles are full or absent")
+                                "whose mask_mod bsk cannot apply (inside partial tiles it applies only the key length "
+                                "and, with causal=True, the causal rule); pass causal=True if the mask_mod is causal, "
+                                "or build the BlockMask so that those tiles are full or absent")
     if not isinstance(layout, AttnLayout):
         raise TypeError(f"block_sparse_attention: layout must be a bsk.AttnLayout or a FlexAttention BlockMask, got "
                         f"{type(layout).__name__}")
@@ -538,8 +591,8 @@ def topk_block_layout(q, k, block_size, k_blocks, keep_first=True, keep_diagonal
         tensors["kv_lens"] = kv_lens
     _same_device("topk_block_layout", **tensors)
     sq, sk = _dims(q, bhsd)[1], _dims(k, bhsd)[1]
-    fc, fi, pc, pi = _topk_op(_detach(q), _detach(k), _detach(kv_lens), _detach(proj_q), _detach(proj_k), bq, bk, k_blocks, bool(causal),
-                              int(causal_offset), bool(keep_first), bool(keep_diagonal), bhsd)
+    fc, fi, pc, pi = _topk_op(_detach(q), _detach(k), _detach(kv_lens), _detach(proj_q), _detach(proj_k), bq, bk,
+                              k_blocks, bool(causal), int(causal_offset), bool(keep_first), bool(keep_diagonal), bhsd)
     return AttnLayout(fc, fi, pc, pi, sq, sk, (bq, bk), causal=bool(causal), causal_offset=int(causal_offset),
                       validate=False)
 

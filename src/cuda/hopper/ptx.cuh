@@ -142,6 +142,20 @@ __device__ __forceinline__ void tma_load_3d_mc(uint32_t dst, const void *tmap, u
                  "l"((uint64_t)tmap), "r"(bar), "r"(c0), "r"(c1), "r"(c2), "h"(mask)
                  : "memory");
 }
+/* Bring a box into L2 only (no shared memory, no barrier; fire and forget). Used to take the DRAM latency
+   of the blocks a few stages ahead off the ring's critical path. Out-of-range parts are ignored. */
+__device__ __forceinline__ void tma_prefetch_2d(const void *tmap, int32_t c0, int32_t c1)
+{
+    asm volatile("cp.async.bulk.prefetch.tensor.2d.L2.global.tile [%0, {%1, %2}];\n" ::"l"((uint64_t)tmap), "r"(c0),
+                 "r"(c1)
+                 : "memory");
+}
+__device__ __forceinline__ void tma_prefetch_3d(const void *tmap, int32_t c0, int32_t c1, int32_t c2)
+{
+    asm volatile("cp.async.bulk.prefetch.tensor.3d.L2.global.tile [%0, {%1, %2, %3}];\n" ::"l"((uint64_t)tmap),
+                 "r"(c0), "r"(c1), "r"(c2)
+                 : "memory");
+}
 /* 2-D box from shared memory to global (elements outside the tensor are not written); bulk-group completion. */
 __device__ __forceinline__ void tma_store_2d(const void *tmap, uint32_t src, int32_t c0, int32_t c1)
 {

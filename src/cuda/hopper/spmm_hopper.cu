@@ -9,18 +9,24 @@ using namespace bsk_hopper;
 
 #include "tune.h"
 
-struct bsk_hopper_tune_s bsk__hopper_tune = {0, 0, 0, 0, 0, 0, 0, 0, 0};
+struct bsk_hopper_tune_s bsk__hopper_tune = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
 
 /* Defaults decided by measurement (docs/hopper-spmm-notes.md): the 2-CTA cluster variant is correct but was
    measured 1.5x slower on an H100 (run 4), so it runs only when bsk__hopper_tune.cluster asks for it. */
 static const int CLUSTER_DEFAULT = 0;
+/* BM = 64: paired block rows (B panels shared by the two rows of a tile) unless the knob asks for the split
+   64 x 256 tile. L2 prefetch lead in stages (0: off). */
+static const int B64_PAIR_DEFAULT = 1;
+static const int PF_STAGES_DEFAULT = 4;
 
-typedef Cfg<128, 256, 4, false> Cfg128;  /* tile 128 x 256, 48 KB stages, direct epilogue            */
-typedef Cfg<128, 256, 3, true> Cfg128t;  /* the same, 3 stages + 64 KB staging for the TMA-store epilogue */
-typedef Cfg<128, 256, 3, true, false, 2> Cfg128tc; /* Cfg128t in 2-CTA clusters, A multicast         */
-typedef Cfg<64, 128, 5, false> Cfg64;    /* tile 64 x 256, 40 KB stages                                */
-typedef Cfg<64, 128, 4, true> Cfg64t;    /* the same, 4 stages + 32 KB staging                         */
-typedef Cfg<64, 256, 3, false> Cfg64w;   /* tile 64 x 512, 72 KB stages (experiment)                   */
+typedef Cfg<128, 256, 4, false> Cfg128;        /* tile 128 x 256, 48 KB stages, direct epilogue                */
+typedef Cfg<128, 256, 3, true> Cfg128t;        /* the same, 3 stages + 64 KB staging for the TMA-store epilogue */
+typedef Cfg<128, 256, 3, true, 2> Cfg128tc;    /* Cfg128t in 2-CTA clusters, A multicast                       */
+typedef Cfg<64, 128, 5, false> Cfg64;          /* split: tile 64 x 256, 40 KB stages                            */
+typedef Cfg<64, 128, 4, true> Cfg64t;          /* the same, 4 stages + 32 KB staging                            */
+typedef Cfg<64, 256, 3, false> Cfg64w;         /* split: tile 64 x 512, 72 KB stages (experiment)               */
+typedef Cfg<64, 256, 4, false, 1, true> Cfg64p;  /* paired rows: tile 128 x 256, <= 48 KB stages, direct epilogue */
+typedef Cfg<64, 256, 3, true, 1, true> Cfg64pt;  /* the same, 3 stages + 64 KB staging                          */
 
 template <class CF, int DT>
 static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, const bsk_bsr *A, const bsk_dense *B,
@@ -30,38 +36,52 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, cons
     if ((size_t)CF::SMEM > st->smem_optin) return BSK_ERR_UNSUPPORTED;
     const int64_t M = C->rows, N = C->cols, K = B->rows;
     const int64_t mb = bsk_bsr_mb(A), nb = bsk_bsr_nb(A);
-    const int64_t nt = ((N + CF::BN - 1) / CF::BN + CF::CLUSTER - 1) / CF::CLUSTER; /* items per row */
-    /* TMA coordinates and the item counter are 32-bit: leave giant shapes to the portable path. */
-    if (K + 2 * CF::BM >= INT32_MAX || N + 2 * CF::BN >= INT32_MAX || M + 2 * CF::BM >= INT32_MAX ||
-        mb * nt + 4096 >= INT32_MAX)
+    const int64_t mu = CF::PAIR ? (mb + 1) / 2 : mb;                                  /* units */
+    const int64_t nt = ((N + CF::BN - 1) / CF::BN + CF::CLUSTER - 1) / CF::CLUSTER; /* items per unit */
+    /* TMA coordinates, block indices and the item counter are 32-bit: leave giant shapes to the portable path. */
+    if (K + 2 * CF::BM >= INT32_MAX || N + 2 * CF::BN >= INT32_MAX || M + 2 * CF::TM >= INT32_MAX ||
+        mu * nt + 4096 >= INT32_MAX || A->nnzb + 64 >= INT32_MAX)
         return BSK_ERR_UNSUPPORTED;
 
-    CUtensorMap tmA, tmB, tmC;
+    CUtensorMap tmA, tmB, tmC, tmPA, tmPB;
     bsk_status s;
     /* With no blocks there is nothing to load; any valid 16-byte-aligned address keeps the map legal. */
     const void *vals = A->nnzb ? A->values : B->data;
+    const uint64_t nblk = A->nnzb ? (uint64_t)A->nnzb : 1u;
     /* In a cluster each CTA loads (and multicasts) 64 rows of A's panel. */
     const uint32_t a_box_rows = CF::CLUSTER > 1 ? 64u : (uint32_t)CF::BM;
-    if ((s = bsk_hopper_tmap_3d(&tmA, vals, A->dtype, A->nnzb ? (uint64_t)A->nnzb : 1u, CF::BM, CF::BM, a_box_rows,
-                                64)))
-        return s;
+    if ((s = bsk_hopper_tmap_3d(&tmA, vals, A->dtype, nblk, CF::BM, CF::BM, a_box_rows, 64))) return s;
     if ((s = bsk_hopper_tmap_2d(&tmB, B->data, B->dtype, (uint64_t)K, (uint64_t)N, (uint64_t)B->ld, 64, 64))) return s;
     if (!CF::EPI) tmC = tmB; /* unused */
     else if ((s = bsk_hopper_tmap_2d(&tmC, C->data, C->dtype, (uint64_t)M, (uint64_t)N, (uint64_t)C->ld, 64, 64)))
         return s;
+    /* L2 prefetch: whole blocks and 256-column B panels per instruction (unswizzled maps). The lead in
+       blocks per list: the stage lead over the stages per block, at most 32 (the producer's index window). */
+    const int pf_stages = bsk__hopper_tune.pf < 0 ? 0 : bsk__hopper_tune.pf > 0 ? bsk__hopper_tune.pf : PF_STAGES_DEFAULT;
+    int pf = (pf_stages + CF::KSUB - 1) / CF::KSUB;
+    if (pf > 32) pf = 32;
+    if (pf > 0) {
+        const uint32_t pb_cols = N >= 256 ? 256u : (uint32_t)((N + 7) / 8 * 8);
+        if (bsk_hopper_tmap_3d_plain(&tmPA, vals, A->dtype, nblk, CF::BM, CF::BM, CF::BM, CF::BM) ||
+            bsk_hopper_tmap_2d_plain(&tmPB, B->data, B->dtype, (uint64_t)K, (uint64_t)N, (uint64_t)B->ld, CF::BM,
+                                     pb_cols))
+            pf = 0; /* a prefetch is only a hint: run without */
+    }
+    if (pf == 0) tmPA = tmPB = tmB; /* unused */
+    bsk__hopper_tune.out_pf = pf;
 
     void *ws = NULL;
-    if ((s = bsk_cuda_workspace(ctx, 256 + (size_t)mb * (sizeof(int4) + sizeof(int2)), &ws))) return s;
+    if ((s = bsk_cuda_workspace(ctx, 256 + (size_t)mu * (sizeof(int4) + sizeof(int2)), &ws))) return s;
     unsigned *counter = (unsigned *)ws;
     int4 *sorted = (int4 *)((char *)ws + 256);
-    int2 *bandinfo = (int2 *)(sorted + mb);
+    int2 *bandinfo = (int2 *)(sorted + mu);
 
-    /* Rows per band: the A blocks of a band should stay in L2 while the band's N tiles go by. */
+    /* Units per band: the A blocks of a band should stay in L2 while the band's N tiles go by. */
     const int64_t band_budget = (int64_t)(bsk__hopper_tune.band_mb > 0 ? bsk__hopper_tune.band_mb : 16) << 20;
-    const int64_t row_bytes = (A->nnzb / (mb ? mb : 1) + 1) * (int64_t)CF::BM * CF::BM * 2;
-    int64_t band = band_budget / row_bytes;
+    const int64_t unit_bytes = (A->nnzb / (mu ? mu : 1) + 1) * (int64_t)CF::BM * CF::BM * 2;
+    int64_t band = band_budget / unit_bytes;
     if (band < 1) band = 1;
-    if (band > mb) band = mb;
+    if (band > mu) band = mu;
 
     SpmmParams p;
     p.sorted = sorted;
@@ -75,11 +95,10 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, cons
     p.beta = beta;
     p.M = (int)M;
     p.N = (int)N;
-    p.mb = (int)mb;
     p.nb = (int)nb;
     p.nt = (int)nt;
-    p.band_rows = (int)band;
-    p.total_items = (unsigned)(mb * nt);
+    p.total_items = (unsigned)(mu * nt);
+    p.pf = pf;
     p.b_lbo = bsk__hopper_tune.bdesc_swap ? 1024u : 8192u;
     p.b_sbo = bsk__hopper_tune.bdesc_swap ? 8192u : 1024u;
 
@@ -118,13 +137,13 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, cons
     }
     bsk__hopper_tune.out_max_grid = grid;
     if (bsk__hopper_tune.max_ctas > 0 && bsk__hopper_tune.max_ctas < grid) grid = bsk__hopper_tune.max_ctas;
-    if ((int64_t)grid > mb * nt * CF::CLUSTER) grid = (int)(mb * nt * CF::CLUSTER);
+    if ((int64_t)grid > mu * nt * CF::CLUSTER) grid = (int)(mu * nt * CF::CLUSTER);
     grid = grid / CF::CLUSTER * CF::CLUSTER;
     if (grid < CF::CLUSTER) grid = CF::CLUSTER;
 
     const int cls = bsk__hopper_tune.classes == 1 ? 0 : bsk__hopper_tune.classes == 2 ? 2 : 1;
-    spmm_prep_kernel<<<1, 1024, 0, stream>>>(A->row_ptr, (int)mb, (int)A->nnzb, (int)band, cls, sorted, bandinfo,
-                                             counter);
+    spmm_prep_kernel<<<1, 1024, 0, stream>>>(A->row_ptr, (int)mb, (int)A->nnzb, CF::PAIR ? 1 : 0, (int)band, cls,
+                                             sorted, bandinfo, counter);
     if ((s = BSK_CUDA_LAUNCH_CHECK())) return s;
 
     cfg.gridDim = dim3((unsigned)grid);
@@ -134,7 +153,7 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, cons
         na++;
     }
     cfg.numAttrs = (unsigned)na;
-    e = cudaLaunchKernelEx(&cfg, spmm_kernel<CF, DT>, tmA, tmB, tmC, p);
+    e = cudaLaunchKernelEx(&cfg, spmm_kernel<CF, DT>, tmA, tmB, tmC, tmPA, tmPB, p);
     if (e != cudaSuccess) { (void)cudaGetLastError(); return bsk_cuda_status(e); }
     ctx->last_kernel = name;
     return BSK_SUCCESS;
@@ -181,6 +200,14 @@ bsk_status bsk_hopper_spmm(bsk_context *ctx, bsk_op op, float alpha, const bsk_b
     if (bsk__hopper_tune.b64_wgn == 256)
         return bf ? launch<Cfg64w, BSK_BF16>(ctx, st, A, B, alpha, beta, C, "hopper-wgmma-b64")
                   : launch<Cfg64w, BSK_F16>(ctx, st, A, B, alpha, beta, C, "hopper-wgmma-b64");
+    const int pair = bsk__hopper_tune.b64_mode == 2 || (bsk__hopper_tune.b64_mode == 0 && B64_PAIR_DEFAULT);
+    if (pair) {
+        if (tma_epi)
+            return bf ? launch<Cfg64pt, BSK_BF16>(ctx, st, A, B, alpha, beta, C, "hopper-wgmma-b64p")
+                      : launch<Cfg64pt, BSK_F16>(ctx, st, A, B, alpha, beta, C, "hopper-wgmma-b64p");
+        return bf ? launch<Cfg64p, BSK_BF16>(ctx, st, A, B, alpha, beta, C, "hopper-wgmma-b64p")
+                  : launch<Cfg64p, BSK_F16>(ctx, st, A, B, alpha, beta, C, "hopper-wgmma-b64p");
+    }
     if (tma_epi)
         return bf ? launch<Cfg64t, BSK_BF16>(ctx, st, A, B, alpha, beta, C, "hopper-wgmma-b64")
                   : launch<Cfg64t, BSK_F16>(ctx, st, A, B, alpha, beta, C, "hopper-wgmma-b64");

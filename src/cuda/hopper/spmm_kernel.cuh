@@ -2,38 +2,48 @@
 
    C (M x N) = alpha * A (BSR, square blocks of BM = 64 or 128) * B (K x N row-major) + beta * C.
 
-   Work item = (block row i, N tile of BN columns). A persistent grid (one CTA per SM) takes items from an
-   atomic counter in the order a prep kernel fixed (block rows sorted by length, longest first, cut into
-   bands of rows whose A blocks fit in L2; inside a band the N tile is the outer index, so the CTAs running
-   at one time share B panels). Each CTA has three warpgroups:
-     - WG0, the producer (setmaxnreg.dec): one warp walks the item's col_idx (32 indices per coalesced
-       load, handed out by shuffle) and, per 64-wide K step, TMA-loads A's block panel (3-D map over the
-       values: [nnzb][BM][BM]) and the BN-column panel of B rows j*BM + h*64 .. +63 (2-D map, zero-filled
-       past K and N) into a STAGES-deep ring completed on mbarriers. It writes a small meta record per stage
-       (block row, N tile, stages in the item, flags) that the consumers read after the full barrier.
+   Work item = (unit, N tile of BN columns); a unit is one block row, or (PAIR, BM = 64) two adjacent block
+   rows 2u, 2u+1 that share one 128-row tile. A persistent grid (one CTA per SM) takes items from an atomic
+   counter in the order a prep kernel fixed (units sorted by length, longest first, cut into bands whose A
+   blocks fit in L2; inside a band the N tile is the outer index, so the CTAs running at one time share B
+   panels). Each CTA has three warpgroups:
+     - WG0, the producer (setmaxnreg.dec): one warp walks the item's col_idx (32 indices per coalesced load,
+       handed out by shuffle, the next 32 loaded one chunk ahead) and, per 64-wide K step, TMA-loads A's
+       block panel (3-D map over the values: [nnzb][BM][BM]) and the BN-column panel of B rows j*BM + h*64 ..
+       +63 (2-D map, zero-filled past K and N) into a STAGES-deep ring completed on mbarriers. With PAIR it
+       merges the two rows' sorted column lists: a column present in both rows loads its B panel once for
+       both (the point of pairing: B is most of the bytes at BM = 64), and each row's block goes to its half
+       of the A panel. It writes a small meta record per stage (unit, N tile, flags: which consumer skips,
+       last stage of the item) that the consumers read after the full barrier. Latency hiding: the blocks
+       `pf` blocks ahead are prefetched into L2 (cp.async.bulk.prefetch.tensor, whole block / 256-column B
+       panel per instruction), and the next item's descriptor loads (band, entry, first 32 columns) and its
+       first prefetches are spread over the current item's stages instead of stalling at the item boundary.
      - WG1, WG2, the consumers (setmaxnreg.inc): wgmma m64nWGNk16 from 128-byte-swizzled shared memory,
-       fp32 accumulators in registers; for BM = 128 each takes 64 of the tile's rows, for BM = 64 each takes
-       half of the tile's columns. After the last stage of an item the epilogue: for 16-bit C with beta = 0
-       each consumer stages its 64 x WGN part in shared memory and TMA-stores it (clipped at M and N; the
-       store runs on under the next item's mainloop); otherwise alpha/beta straight from the registers to
-       global memory (rows >= M and columns >= N masked). Then the next item.
+       fp32 accumulators in registers; for BM = 128 each takes 64 of the tile's rows, for PAIR each takes
+       its own block row, for split BM = 64 each takes half of the tile's columns. After the last stage of an
+       item the epilogue: for 16-bit C with beta = 0 each consumer stages its 64 x WGN part in shared memory
+       and TMA-stores it (clipped at M and N; the store runs on under the next item's mainloop); otherwise
+       alpha/beta straight from the registers to global memory (rows >= M and columns >= N masked).
    Malformed device indices cannot cause out-of-bounds access: row_ptr is clamped by the prep kernel to
-   [0, nnzb], a col_idx outside [0, nb) becomes a stage with no data (skipped), and TMA never reads outside
-   the tensors it describes. */
+   [0, nnzb], a col_idx outside [0, nb) becomes a stage with no data (skipped), the merge advances at least
+   one list per stage (so it ends even on unsorted lists), and TMA never reads outside the tensors. */
 #ifndef BSK_HOPPER_SPMM_KERNEL_CUH
 #define BSK_HOPPER_SPMM_KERNEL_CUH
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda.h>
+#include <limits.h>
 #include "ptx.cuh"
 
 namespace bsk_hopper {
 
 /* Plain parameters of the main kernel (the tensor maps travel separately as __grid_constant__). */
 struct SpmmParams {
-    const int4 *sorted;     /* per rank: {block row, first block, end block, 0}, longest rows first */
-    const int2 *bandinfo;   /* per rank: {first rank, rows} of the band holding that rank            */
+    const int4 *sorted;     /* per rank: {unit, first block, middle, end}: the unit's first row owns blocks
+                               [first, max(middle, first)), its second row (PAIR) [middle, max(end, middle))
+                               (end = middle without PAIR); longest units first                          */
+    const int2 *bandinfo;   /* per rank: {first rank, units} of the band holding that rank            */
     unsigned *counter;      /* work-queue head, zeroed by the prep kernel                           */
     const int32_t *col_idx;
     void *C;
@@ -41,40 +51,45 @@ struct SpmmParams {
     int ctype;              /* bsk_dtype of C                                                       */
     float alpha, beta;
     int M, N;               /* C is M x N                                                           */
-    int mb, nb;             /* block rows / block columns of A                                      */
+    int nb;                 /* block columns of A                                                   */
     int nt;                 /* N tiles, or pairs of N tiles when two CTAs form a cluster            */
-    int band_rows;          /* rows per band (see above)                                            */
-    unsigned total_items;   /* mb * nt                                                              */
+    unsigned total_items;   /* units * nt                                                           */
+    int pf;                 /* L2 prefetch lead in blocks per list (0: off; at most 32)             */
     uint32_t b_lbo, b_sbo;  /* B descriptor strides in bytes (8192 between 64-column panels, 1024
                                between 8-row groups); run-time only so a probe can try the swap    */
 };
 
-enum { META_SKIP = 1, META_END = 2 };
+/* Meta flags: SKIP0 / SKIP1: consumer 0 / 1 issues no wgmma for this stage (no data for its rows);
+   END: no more items; LAST: the last stage of the item (the epilogue follows). */
+enum { META_SKIP0 = 1, META_SKIP1 = 2, META_SKIP = 3, META_END = 4, META_LAST = 8 };
 
 /* Compile-time shape of one kernel configuration. EPI: the epilogue stages each consumer's 64 x WGN part of
    the tile in shared memory (16-bit C, 128-byte swizzled 64-column panels) and writes it with TMA stores,
    which run on while the next tile's mainloop starts; otherwise the registers go straight to global memory.
-   WAIT1: after issuing a stage's wgmmas, wait only for the previous stage's (wait_group 1) and release that
-   one; else wait_group 0 after every stage. Measured: with 3 stages WAIT1 is slower (it holds a stage back
-   from the producer), so every shipped configuration uses wait_group 0.
+   (A wait_group 1 variant was measured slower with 3 stages: it holds a stage back from the producer; every
+   configuration uses wait_group 0.)
    CLUSTER = 2: two CTAs (a cluster) take the same block row and two adjacent N tiles. CTA 0 takes items from
    the queue and hands each to CTA 1 through a small channel in CTA 1's shared memory; both producers then walk
    the same blocks: each TMA-multicasts its half (64 rows) of A's panel into both CTAs and loads its own B
    panels. A stage slot is free for a producer when the consumers of both CTAs have released it (each
    consumer warp arrives on both CTAs' empty barriers). Per SM and stage: 8 + 32 KB from L2 instead of 48.
-   (A first version where CTA 0's producer issued everything was 1.6x slower: one TMA unit carried 80 KB.) */
-template <int BM_, int WGN_, int STAGES_, bool EPI_, bool WAIT1_ = false, int CLUSTER_ = 1> struct Cfg {
-    static constexpr int BM = BM_;                   /* block size = rows of a tile                  */
+   PAIR (BM = 64 only): the tile is two block rows x WGN columns, one block row per consumer; a stage holds
+   one B panel (64 x WGN) and the A blocks of the rows that have that column (8 KB each). */
+template <int BM_, int WGN_, int STAGES_, bool EPI_, int CLUSTER_ = 1, bool PAIR_ = false> struct Cfg {
+    static constexpr int BM = BM_;                   /* block size                                    */
     static constexpr int WGN = WGN_;                 /* wgmma N per consumer warpgroup               */
     static constexpr int STAGES = STAGES_;
     static constexpr bool EPI = EPI_;
-    static constexpr bool WAIT1 = WAIT1_;            /* keep one stage of wgmma in flight (wait_group 1) */
     static constexpr int CLUSTER = CLUSTER_;         /* CTAs sharing A (1 or 2)                       */
-    static constexpr bool SPLIT_N = (BM_ == 64);     /* BM 64: the two consumers split the columns  */
+    static constexpr bool PAIR = PAIR_;              /* two block rows per tile                      */
+    static_assert(!PAIR_ || (BM_ == 64 && WGN_ == 256 && CLUSTER_ == 1), "PAIR: BM 64, WGN 256, no cluster");
+    static constexpr int TM = PAIR_ ? 2 * BM_ : BM_; /* rows of a tile                               */
+    static constexpr bool SPLIT_N = (BM_ == 64 && !PAIR_); /* split BM 64: the consumers split the columns */
     static constexpr int BN = SPLIT_N ? 2 * WGN_ : WGN_;
     static constexpr int KSUB = BM_ / 64;            /* 64-wide K stages per block                   */
     static constexpr int PANELS = BN / 64;           /* 64-column B panels per stage                 */
-    static constexpr int A_BYTES = BM_ * 64 * 2;
+    static constexpr int PF_B = BN / 256;            /* 256-column L2 prefetch boxes per B panel      */
+    static constexpr int A_BYTES = TM * 64 * 2;
     static constexpr int B_BYTES = 64 * BN * 2;
     static constexpr int STAGE_TX = A_BYTES + B_BYTES;
     static constexpr int A_OFF = 0;
@@ -89,18 +104,19 @@ template <int BM_, int WGN_, int STAGES_, bool EPI_, bool WAIT1_ = false, int CL
     static constexpr int THREADS = 384;
 };
 
-/* ---------------------------------------------------------------- prep: order the block rows */
+/* ---------------------------------------------------------------- prep: order the units */
 
-/* One CTA of 1024 threads: a counting sort of the block rows by length, longest first (lengths past 1023
-   share the top bin), writing {row, start, end} with row_ptr clamped to [0, nnzb]; zeroes the queue head.
-   Bands: the sorted rows are cut at length-class boundaries (class_shift 1: rows whose lengths have the same
-   bit length; 2: two bit lengths per class; 0: one class) and every band_rows rows inside a class. The main
-   kernel walks bands in order and, inside a band, N tile by N tile: long rows start first (their items are
-   not left for the end, where they would make the tail), and rows of a band share B panels in L2.
+/* One CTA of 1024 threads: a counting sort of the units (block rows, or pairs of adjacent block rows) by
+   length (blocks, both rows together), longest first (lengths past 1023 share the top bin), writing
+   {unit, start, middle, end} with row_ptr clamped to [0, nnzb]; zeroes the queue head.
+   Bands: the sorted units are cut at length-class boundaries (class_shift 1: units whose lengths have the
+   same bit length; 2: two bit lengths per class; 0: one class) and every band_rows units inside a class. The
+   main kernel walks bands in order and, inside a band, N tile by N tile: long units start first (their items
+   are not left for the end, where they would make the tail), and units of a band share B panels in L2.
    It lets the main kernel start at once (programmatic dependent launch); that kernel waits for this one's
    memory before reading it. */
 __global__ void __launch_bounds__(1024, 1)
-    spmm_prep_kernel(const int32_t *__restrict__ row_ptr, int mb, int nnzb, int band_rows, int class_shift,
+    spmm_prep_kernel(const int32_t *__restrict__ row_ptr, int mb, int nnzb, int pair, int band_rows, int class_shift,
                      int4 *__restrict__ sorted, int2 *__restrict__ bandinfo, unsigned *__restrict__ counter)
 {
     grid_dep_launch();
@@ -108,16 +124,25 @@ __global__ void __launch_bounds__(1024, 1)
     __shared__ int excl[1025];
     __shared__ int warp_tot[32];
     const int tid = threadIdx.x;
+    const int mu = pair ? (mb + 1) >> 1 : mb;
+    /* unit i: clamped {start, middle, end} and its length */
+    auto unit = [&](int i, int &rs, int &mid, int &re) -> int {
+        const int r0 = pair ? 2 * i : i;
+        rs = min(max(row_ptr[r0], 0), nnzb);
+        mid = min(max(row_ptr[r0 + 1], 0), nnzb);
+        re = (pair && r0 + 1 < mb) ? min(max(row_ptr[r0 + 2], 0), nnzb) : mid;
+        return max(mid - rs, 0) + max(re - mid, 0);
+    };
     hist[tid] = 0;
     if (tid == 0) *counter = 0u;
     __syncthreads();
-    for (int i = tid; i < mb; i += 1024) {
-        int rs = min(max(row_ptr[i], 0), nnzb), re = min(max(row_ptr[i + 1], 0), nnzb);
-        int len = max(re - rs, 0);
+    for (int i = tid; i < mu; i += 1024) {
+        int rs, mid, re;
+        const int len = unit(i, rs, mid, re);
         atomicAdd(&hist[1023 - min(len, 1023)], 1);
     }
     __syncthreads();
-    /* exclusive scan of hist[0..1023] (bin 0 = longest rows) */
+    /* exclusive scan of hist[0..1023] (bin 0 = longest units) */
     int v = hist[tid], x = v;
     const int lane = tid & 31, w = tid >> 5;
     for (int o = 1; o < 32; o <<= 1) {
@@ -138,13 +163,13 @@ __global__ void __launch_bounds__(1024, 1)
     const int ex = warp_tot[w] + x - v;
     hist[tid] = ex;
     excl[tid] = ex;
-    if (tid == 0) excl[1024] = mb;
+    if (tid == 0) excl[1024] = mu;
     __syncthreads();
     const int R = max(band_rows, 1);
-    for (int i = tid; i < mb; i += 1024) {
-        int rs = min(max(row_ptr[i], 0), nnzb), re = min(max(row_ptr[i + 1], 0), nnzb);
-        const int len = max(re - rs, 0), lm = min(len, 1023);
-        int cstart = 0, cend = mb;
+    for (int i = tid; i < mu; i += 1024) {
+        int rs, mid, re;
+        const int len = unit(i, rs, mid, re), lm = min(len, 1023);
+        int cstart = 0, cend = mu;
         if (class_shift > 0) {
             const int bl = 32 - __clz(lm);                         /* bit length, 0 for 0 */
             const int c = (bl + class_shift - 1) / class_shift;    /* class index         */
@@ -155,7 +180,7 @@ __global__ void __launch_bounds__(1024, 1)
         }
         const int pos = atomicAdd(&hist[1023 - lm], 1);
         const int bf = cstart + ((pos - cstart) / R) * R;
-        sorted[pos] = make_int4(i, rs, max(re, rs), 0);
+        sorted[pos] = make_int4(i, rs, mid, re);
         bandinfo[pos] = make_int2(bf, min(R, cend - bf));
     }
 }
@@ -278,7 +303,6 @@ __device__ __forceinline__ void stage_tile(const float *acc, uint32_t cbuf, int 
         }
     }
 }
-
 /* ---------------------------------------------------------------- main kernel */
 
 template <int WGN, int DT> struct Mma;
@@ -295,10 +319,17 @@ template <> struct Mma<128, BSK_BF16> {
     static __device__ __forceinline__ void run(float *d, uint64_t a, uint64_t b) { wgmma_m64n128k16_bf16(d, a, b, 1); }
 };
 
+
+/* Registers per thread after setmaxnreg: 128 x PRODUCER + 256 x CONSUMER must not exceed what the CTA got
+   at launch (384 x 168 = 64512). */
+constexpr int PRODUCER_REGS = 56, CONSUMER_REGS = 224;
+static_assert(128 * PRODUCER_REGS + 256 * CONSUMER_REGS <= 384 * 168, "register budget");
+
 template <class CF, int DT>
 __global__ void __launch_bounds__(384, 1)
     spmm_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB,
-                const __grid_constant__ CUtensorMap tmC, const SpmmParams p)
+                const __grid_constant__ CUtensorMap tmC, const __grid_constant__ CUtensorMap tmPA,
+                const __grid_constant__ CUtensorMap tmPB, const SpmmParams p)
 {
     constexpr bool CL = CF::CLUSTER > 1;
     extern __shared__ uint8_t smem_raw[];
@@ -325,6 +356,10 @@ __global__ void __launch_bounds__(384, 1)
         tma_prefetch_desc(&tmA);
         tma_prefetch_desc(&tmB);
         if (CF::EPI) tma_prefetch_desc(&tmC);
+        if (p.pf > 0) {
+            tma_prefetch_desc(&tmPA);
+            tma_prefetch_desc(&tmPB);
+        }
     }
     __syncthreads();
     if (CL) cluster_sync(); /* every CTA's barriers exist before any other CTA touches them */
@@ -332,9 +367,11 @@ __global__ void __launch_bounds__(384, 1)
 
     if (wg == 0) {
         /* ------------------------------------------------------------ producer */
-        setmaxnreg_dec<48>();
+        setmaxnreg_dec<PRODUCER_REGS>();
         if (warp == 0) {
             uint32_t s = 0, ph = 0, ci = 0, cph = 0;
+            const unsigned nt = (unsigned)p.nt, total = p.total_items;
+            const int D = p.pf;
             /* Items: CTA 0's lane 0 takes them from the queue (fetch, one item ahead); in a cluster it hands each
                to CTA 1 through the channel (exchange), whose producer then walks the same blocks. */
             auto fetch = [&]() -> unsigned { return (lane == 0 && rank == 0) ? atomicAdd(p.counter, 1u) : 0u; };
@@ -365,63 +402,165 @@ __global__ void __launch_bounds__(384, 1)
                 if (bytes) mbar_arrive_expect_tx(fb, bytes);
                 else mbar_arrive(fb);
             };
+            /* An item's description takes two dependent loads (its band, then its sorted entry) and the first
+               32 column indices of each list: three steps, spread over the previous item's stages. */
+            auto band_of = [&](unsigned t) -> int2 { return p.bandinfo[t / nt]; };
+            auto entry_of = [&](unsigned t, int2 bi) -> int4 {
+                return p.sorted[(unsigned)bi.x + (t - (unsigned)bi.x * nt) % (unsigned)bi.y];
+            };
+            struct Item {
+                int unit, ntile, ka, ea, kb, eb; /* list A = [ka, ea), list B = [kb, eb) (empty without PAIR) */
+            };
+            auto make_item = [&](unsigned t, int2 bi, int4 e) -> Item {
+                Item it;
+                it.ntile = (int)((t - (unsigned)bi.x * nt) / (unsigned)bi.y);
+                it.unit = e.x;
+                it.ka = e.y;
+                it.ea = max(e.z, e.y);
+                it.kb = CF::PAIR ? e.z : 0; /* without PAIR list B is empty: constants, no registers */
+                it.eb = CF::PAIR ? max(e.w, e.z) : 0;
+                return it;
+            };
+            /* lane l holds col_idx[base + l] (or -1 past end) */
+            auto chunk = [&](int base, int end) -> int { return base + lane < end ? __ldg(p.col_idx + base + lane) : -1; };
+            auto chunk_b = [&](int base, int end) -> int { return CF::PAIR ? chunk(base, end) : -1; };
+            auto tile_n0 = [&](const Item &it) -> int { return (it.ntile * CF::CLUSTER + (int)rank) * CF::BN; };
+            /* L2 prefetch of block `blk` (block column j) and its B panel at N offset n0 (lane 0 issues) */
+            auto pf_block = [&](int blk, int j, int n0) {
+                if (lane == 0 && (unsigned)j < (unsigned)p.nb) {
+                    tma_prefetch_3d(&tmPA, 0, 0, blk);
+#pragma unroll
+                    for (int q = 0; q < CF::PF_B; ++q) tma_prefetch_2d(&tmPB, n0 + 256 * q, j * CF::BM);
+                }
+            };
+            /* the first D blocks of each list of an item (lanes hold its first 32 columns) */
+            auto pf_first = [&](const Item &it, int c_a, int c_b) {
+                const int n0 = tile_n0(it);
+                for (int i = 0; i < D; ++i) {
+                    const int ja = __shfl_sync(0xffffffffu, c_a, i), jb = __shfl_sync(0xffffffffu, c_b, i);
+                    if (it.ka + i < it.ea) pf_block(it.ka + i, ja, n0);
+                    if (it.kb + i < it.eb) pf_block(it.kb + i, jb, n0);
+                }
+            };
+            /* column at offset off (0..63) of a two-chunk window */
+            auto col_at = [&](int c0, int c1, int off) -> int {
+                const int v0 = __shfl_sync(0xffffffffu, c0, off & 31), v1 = __shfl_sync(0xffffffffu, c1, off & 31);
+                return off < 32 ? v0 : v1;
+            };
+
             unsigned t = exchange(fetch());
+            Item it = {0, 0, 0, 0, 0, 0};
+            int ca = -1, cb = -1;
+            if (t < total) {
+                const int2 bi = band_of(t);
+                it = make_item(t, bi, entry_of(t, bi));
+                ca = chunk(it.ka, it.ea);
+                cb = chunk_b(it.kb, it.eb);
+                if (D > 0) pf_first(it, ca, cb);
+            }
             for (;;) {
-                if (t >= p.total_items) {
+                if (t >= total) {
                     if (lane == 0) open_stage(make_int4(0, 0, 0, META_END), 0);
                     break;
                 }
-                const unsigned tn = fetch(); /* next item, fetched early: used after this one */
-                const unsigned q = t / (unsigned)p.nt;           /* the band holding sorted rank q holds item t */
-                const int2 bi = p.bandinfo[q];
-                const unsigned local = t - (unsigned)bi.x * (unsigned)p.nt;
-                const int ntile = (int)(local / (unsigned)bi.y); /* N tile (pair of N tiles with a cluster) */
-                const unsigned rk = (unsigned)bi.x + local % (unsigned)bi.y;
-                const int4 e = p.sorted[rk];
-                const int row = e.x, rs = e.y, re = e.z;
-                const int n0 = (ntile * CF::CLUSTER + (int)rank) * CF::BN;
-                if (re <= rs) {
-                    if (lane == 0) open_stage(make_int4(row, ntile, 1, META_SKIP), 0);
+                const unsigned pend = fetch(); /* the next item, fetched one ahead */
+                /* Look-ahead on the next item, one step per block of this one (the rest after its last block). */
+                int la = 0;
+                unsigned tn = 0;
+                int2 nbi = make_int2(0, 1);
+                int4 ne = make_int4(0, 0, 0, 0);
+                Item nit = {0, 0, 0, 0, 0, 0};
+                int nca = -1, ncb = -1;
+                auto look = [&]() {
+                    if (la == 0) {
+                        tn = exchange(pend);
+                        if (tn < total) nbi = band_of(tn);
+                    } else if (la == 1) {
+                        if (tn < total) ne = entry_of(tn, nbi);
+                    } else if (la == 2) {
+                        if (tn < total) {
+                            nit = make_item(tn, nbi, ne);
+                            nca = chunk(nit.ka, nit.ea);
+                            ncb = chunk_b(nit.kb, nit.eb);
+                        }
+                    } else if (la == 3) {
+                        if (D > 0 && tn < total) pf_first(nit, nca, ncb);
+                    }
+                    ++la;
+                };
+                const int n0 = tile_n0(it);
+                int ka = it.ka, kb = it.kb, baseA = ka, baseB = kb, done = 0;
+                int ca2 = chunk(baseA + 32, it.ea), cb2 = chunk_b(baseB + 32, it.eb);
+                if (ka >= it.ea && kb >= it.eb) { /* no blocks: one empty stage, the epilogue writes alpha*0 */
+                    if (lane == 0) open_stage(make_int4(it.unit, it.ntile, 0, META_SKIP | META_LAST), 0);
                     if (++s == CF::STAGES) { s = 0; ph ^= 1; }
-                } else {
-                    const int nst = (int)((unsigned)(re - rs) * (unsigned)CF::KSUB);
-                    for (int64_t k0 = rs; k0 < re; k0 += 32) {
-                        const int my = k0 + lane < re ? __ldg(p.col_idx + k0 + lane) : -1;
-                        const int cnt = (int)min((int64_t)32, re - k0);
-                        for (int u = 0; u < cnt; ++u) {
-                            const int j = __shfl_sync(0xffffffffu, my, u);
-                            const bool ok = (unsigned)j < (unsigned)p.nb;
+                }
+                while (ka < it.ea || kb < it.eb) {
+                    if (ka - baseA == 32) { baseA += 32; ca = ca2; ca2 = chunk(baseA + 32, it.ea); }
+                    if (kb - baseB == 32) { baseB += 32; cb = cb2; cb2 = chunk_b(baseB + 32, it.eb); }
+                    const int va = __shfl_sync(0xffffffffu, ca, (ka - baseA) & 31);
+                    const int vb = __shfl_sync(0xffffffffu, cb, (kb - baseB) & 31);
+                    const bool hasA = ka < it.ea, hasB = kb < it.eb;
+                    const int ja = hasA ? va : INT_MAX, jb = hasB ? vb : INT_MAX;
+                    const int j = min(ja, jb);               /* merge: the smaller column goes first */
+                    const bool inA = hasA && ja == j, inB = hasB && jb == j;
+                    const int blkA = ka, blkB = kb;
+                    ka += inA ? 1 : 0;
+                    kb += inB ? 1 : 0;
+                    const bool ok = (unsigned)j < (unsigned)p.nb;
+                    int fl = ok ? 0 : META_SKIP;
+                    if (CF::PAIR && ok) fl = (inA ? 0 : META_SKIP0) | (inB ? 0 : META_SKIP1);
+                    const bool last = ka >= it.ea && kb >= it.eb;
+                    const uint32_t bytes = !ok ? 0u
+                                           : CF::PAIR ? (uint32_t)CF::B_BYTES + (inA ? 8192u : 0u) + (inB ? 8192u : 0u)
+                                                      : (uint32_t)CF::STAGE_TX;
 #pragma unroll
-                            for (int h = 0; h < CF::KSUB; ++h) {
-                                if (lane == 0) {
-                                    open_stage(make_int4(row, ntile, nst, ok ? 0 : META_SKIP), ok ? CF::STAGE_TX : 0);
-                                    if (ok) {
-                                        const uint32_t fb = full0 + 8 * s;
-                                        const uint32_t adst = sbase + CF::A_OFF + s * CF::A_BYTES;
-                                        const uint32_t bdst = sbase + CF::B_OFF + s * CF::B_BYTES;
-                                        const int krow = j * CF::BM + h * 64;
-                                        if (CL) /* my 64 rows of A's panel, into both CTAs */
-                                            tma_load_3d_mc(adst + rank * 64u * 128u, &tmA, fb, h * 64, (int)rank * 64,
-                                                           (int)k0 + u, (uint16_t)3);
-                                        else
-                                            tma_load_3d(adst, &tmA, fb, h * 64, 0, (int)k0 + u);
+                    for (int h = 0; h < CF::KSUB; ++h) {
+                        if (lane == 0) {
+                            open_stage(make_int4(it.unit, it.ntile, 0, fl | (last && h == CF::KSUB - 1 ? META_LAST : 0)),
+                                       bytes);
+                            if (ok) {
+                                const uint32_t fb = full0 + 8 * s;
+                                const uint32_t adst = sbase + CF::A_OFF + s * CF::A_BYTES;
+                                const uint32_t bdst = sbase + CF::B_OFF + s * CF::B_BYTES;
+                                if (CF::PAIR) { /* each row's 64 x 64 block into its consumer's half */
+                                    if (inA) tma_load_3d(adst, &tmA, fb, 0, 0, blkA);
+                                    if (inB) tma_load_3d(adst + 64u * 128u, &tmA, fb, 0, 0, blkB);
+                                } else if (CL) /* my 64 rows of A's panel, into both CTAs */
+                                    tma_load_3d_mc(adst + rank * 64u * 128u, &tmA, fb, h * 64, (int)rank * 64, blkA,
+                                                   (uint16_t)3);
+                                else
+                                    tma_load_3d(adst, &tmA, fb, h * 64, 0, blkA);
+                                const int krow = j * CF::BM + h * 64;
 #pragma unroll
-                                        for (int qq = 0; qq < CF::PANELS; ++qq)
-                                            tma_load_2d(bdst + qq * 8192, &tmB, fb, n0 + qq * 64, krow);
-                                    }
-                                }
-                                if (++s == CF::STAGES) { s = 0; ph ^= 1; }
+                                for (int qq = 0; qq < CF::PANELS; ++qq)
+                                    tma_load_2d(bdst + qq * 8192, &tmB, fb, n0 + qq * 64, krow);
                             }
                         }
+                        if (++s == CF::STAGES) { s = 0; ph ^= 1; }
                     }
+                    if (D > 0) { /* the block D places further down each list that moved */
+                        const int pa = col_at(ca, ca2, blkA + D - baseA), pb = col_at(cb, cb2, blkB + D - baseB);
+                        if (inA && blkA + D < it.ea) pf_block(blkA + D, pa, n0);
+                        if (inB && blkB + D < it.eb) pf_block(blkB + D, pb, n0);
+                    }
+                    /* look-ahead steps after the 2nd, 3rd and 4th block (the ticket taken at the item's start has
+                       had a block's time to come back), the prefetch once fewer than D blocks are left */
+                    ++done;
+                    if (la < 3 ? done >= 2 : (la == 3 && (it.ea - ka) + (it.eb - kb) < D)) look();
                 }
-                t = exchange(tn);
+                while (la < 4) look();
+                t = tn;
+                it = nit;
+                ca = nca;
+                cb = ncb;
             }
         }
     } else {
         /* ------------------------------------------------------------ consumers */
-        setmaxnreg_inc<224>();
+        setmaxnreg_inc<CONSUMER_REGS>();
         const int c = wg - 1;
+        const int skip_me = c == 0 ? META_SKIP0 : META_SKIP1;
         float acc[CF::WGN / 2];
         uint32_t s = 0, ph = 0;
         const uint32_t a_off = CF::SPLIT_N ? 0u : (uint32_t)c * 64u * 128u;
@@ -430,11 +569,11 @@ __global__ void __launch_bounds__(384, 1)
             if (CL) mbar_wait_cluster(full0 + 8 * s, ph);
             else mbar_wait(full0 + 8 * s, ph);
         };
-        auto release = [&](int st) { /* one arrival per warp on every CTA's empty barrier of the stage */
+        auto release = [&]() { /* one arrival per warp on every CTA's empty barrier of the stage */
             __syncwarp();
-            if (lane == 0 && st >= 0) {
-                mbar_arrive(empty0 + 8 * st);
-                if (CL) mbar_arrive_cluster(mapa(empty0 + 8 * st, rank ^ 1u));
+            if (lane == 0) {
+                mbar_arrive(empty0 + 8 * s);
+                if (CL) mbar_arrive_cluster(mapa(empty0 + 8 * s, rank ^ 1u));
             }
         };
         for (;;) {
@@ -444,21 +583,14 @@ __global__ void __launch_bounds__(384, 1)
                 if (CF::EPI && (threadIdx.x & 127) == 0) bulk_wait0(); /* staged tiles read before exit */
                 break;
             }
-            const int row = m.x, ntile = m.y * CF::CLUSTER + (int)rank;
-            const unsigned nst = (unsigned)m.z;
+            const int unit = m.x, ntile = m.y * CF::CLUSTER + (int)rank;
 #pragma unroll
             for (int i = 0; i < CF::WGN / 2; ++i) acc[i] = 0.0f;
 #pragma unroll
             for (int i = 0; i < CF::WGN / 2; ++i) reg_fence(acc[i]);
-            int prev = -1; /* stage whose wgmma group may still be running (WAIT1) */
-            for (unsigned it = 0; it < nst; ++it) {
-                int fl = m.w;
-                if (it) {
-                    wait_full();
-                    fl = meta[s].w;
-                }
-                int rel = (int)s;
-                if (!(fl & META_SKIP)) {
+            int fl = m.w;
+            for (;;) {
+                if (!(fl & skip_me)) {
                     const uint32_t a_addr = sbase + CF::A_OFF + s * CF::A_BYTES + a_off;
                     const uint32_t b_addr = sbase + CF::B_OFF + s * CF::B_BYTES + b_off;
                     wgmma_fence();
@@ -467,25 +599,19 @@ __global__ void __launch_bounds__(384, 1)
                         Mma<CF::WGN, DT>::run(acc, smem_desc(a_addr + 32 * k, 16, 1024),
                                               smem_desc(b_addr + 2048 * k, p.b_lbo, p.b_sbo));
                     wgmma_commit();
-                    if (CF::WAIT1) {
-                        wgmma_wait<1>(); /* the previous stage's group is done: its buffers can go */
-                        rel = prev;
-                        prev = (int)s;
-                    } else {
-                        wgmma_wait<0>();
-                    }
+                    wgmma_wait<0>();
                 }
-                release(rel);
+                release();
                 if (++s == CF::STAGES) { s = 0; ph ^= 1; }
-            }
-            if (CF::WAIT1) {
-                wgmma_wait<0>();
-                release(prev);
+                if (fl & META_LAST) break;
+                wait_full();
+                fl = meta[s].w;
             }
 #pragma unroll
             for (int i = 0; i < CF::WGN / 2; ++i) reg_fence(acc[i]);
             /* this warpgroup's 64 x WGN part of the tile */
-            const int64_t wr0 = (int64_t)row * CF::BM + (CF::SPLIT_N ? 0 : 64 * c);
+            const int64_t wr0 = CF::PAIR ? (int64_t)(2 * unit + c) * 64
+                                         : (int64_t)unit * CF::BM + (CF::SPLIT_N ? 0 : 64 * c);
             const int wc0 = ntile * CF::BN + (CF::SPLIT_N ? c * CF::WGN : 0);
             if constexpr (CF::EPI) {
                 /* stage 64 x WGN (16-bit, alpha applied) in 64-column 128B-swizzled panels, then TMA-store it;
@@ -502,7 +628,7 @@ __global__ void __launch_bounds__(384, 1)
                     stage_tile<BSK_BF16, CF::WGN>(acc, cbuf, rl, lane, p.alpha);
                 fence_proxy_async_smem();
                 named_bar_sync(1 + c, 128);
-                if (tw == 0 && wc0 < p.N) {
+                if (tw == 0 && wc0 < p.N && wr0 < p.M) {
 #pragma unroll
                     for (int q = 0; q < CF::WGN / 64; ++q) tma_store_2d(&tmC, cbuf + q * 8192, wc0 + 64 * q, (int)wr0);
                 }
@@ -512,7 +638,7 @@ __global__ void __launch_bounds__(384, 1)
                 const int64_t r0 = wr0 + 16 * warp + (lane >> 2);
                 const int c0 = wc0 + 2 * (lane & 3);
                 char *Cp = (char *)p.C;
-                if (wc0 < p.N) {
+                if (wc0 < p.N && wr0 < p.M) {
                     if (p.ctype == BSK_F32)
                         store_tile<BSK_F32, CF::WGN>(acc, Cp, p.ldc, r0, c0, full, p.M, p.N, p.alpha, p.beta);
                     else if (p.ctype == BSK_F16)

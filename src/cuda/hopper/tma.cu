@@ -27,13 +27,13 @@ static CUtensorMapDataType tma_dtype(bsk_dtype t)
 }
 
 static bsk_status encode(CUtensorMap *map, const void *base, bsk_dtype t, cuuint32_t rank, const cuuint64_t *dims,
-                         const cuuint64_t *strides, const cuuint32_t *box)
+                         const cuuint64_t *strides, const cuuint32_t *box, CUtensorMapSwizzle swz)
 {
     PFN_cuTensorMapEncodeTiled_v12000 fn = encode_fn();
     if (!fn) return BSK_ERR_UNSUPPORTED;
     const cuuint32_t estr[3] = {1, 1, 1};
     CUresult r = fn(map, tma_dtype(t), rank, (void *)base, dims, strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                    CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                    swz, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
                     CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     return r == CUDA_SUCCESS ? BSK_SUCCESS : BSK_ERR_UNSUPPORTED;
 }
@@ -44,7 +44,7 @@ bsk_status bsk_hopper_tmap_2d(CUtensorMap *map, const void *base, bsk_dtype t, u
     const cuuint64_t dims[2] = {cols, rows};
     const cuuint64_t strides[1] = {ld * 2};
     const cuuint32_t box[2] = {box_cols, box_rows};
-    return encode(map, base, t, 2, dims, strides, box);
+    return encode(map, base, t, 2, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_128B);
 }
 
 bsk_status bsk_hopper_tmap_3d(CUtensorMap *map, const void *base, bsk_dtype t, uint64_t count, uint64_t rows,
@@ -53,5 +53,23 @@ bsk_status bsk_hopper_tmap_3d(CUtensorMap *map, const void *base, bsk_dtype t, u
     const cuuint64_t dims[3] = {cols, rows, count};
     const cuuint64_t strides[2] = {cols * 2, rows * cols * 2};
     const cuuint32_t box[3] = {box_cols, box_rows, 1};
-    return encode(map, base, t, 3, dims, strides, box);
+    return encode(map, base, t, 3, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_128B);
+}
+
+bsk_status bsk_hopper_tmap_2d_plain(CUtensorMap *map, const void *base, bsk_dtype t, uint64_t rows, uint64_t cols,
+                                    uint64_t ld, uint32_t box_rows, uint32_t box_cols)
+{
+    const cuuint64_t dims[2] = {cols, rows};
+    const cuuint64_t strides[1] = {ld * 2};
+    const cuuint32_t box[2] = {box_cols, box_rows};
+    return encode(map, base, t, 2, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_NONE);
+}
+
+bsk_status bsk_hopper_tmap_3d_plain(CUtensorMap *map, const void *base, bsk_dtype t, uint64_t count, uint64_t rows,
+                                    uint64_t cols, uint32_t box_rows, uint32_t box_cols)
+{
+    const cuuint64_t dims[3] = {cols, rows, count};
+    const cuuint64_t strides[2] = {cols * 2, rows * cols * 2};
+    const cuuint32_t box[3] = {box_cols, box_rows, 1};
+    return encode(map, base, t, 3, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_NONE);
 }

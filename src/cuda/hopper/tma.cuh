@@ -19,4 +19,12 @@ bsk_status bsk_hopper_tmap_2d(CUtensorMap *map, const void *base, bsk_dtype t, u
 bsk_status bsk_hopper_tmap_3d(CUtensorMap *map, const void *base, bsk_dtype t, uint64_t count, uint64_t rows,
                               uint64_t cols, uint32_t box_rows, uint32_t box_cols);
 
+/* The same two shapes without swizzle, for L2 prefetches only (cp.async.bulk.prefetch.tensor): no shared-memory
+   layout is involved, so a box may be wider than 128 bytes (up to 256 elements per dimension) and one
+   prefetch covers a whole block or B panel. */
+bsk_status bsk_hopper_tmap_2d_plain(CUtensorMap *map, const void *base, bsk_dtype t, uint64_t rows, uint64_t cols,
+                                    uint64_t ld, uint32_t box_rows, uint32_t box_cols);
+bsk_status bsk_hopper_tmap_3d_plain(CUtensorMap *map, const void *base, bsk_dtype t, uint64_t count, uint64_t rows,
+                                    uint64_t cols, uint32_t box_rows, uint32_t box_cols);
+
 #endif

@@ -14,7 +14,10 @@ struct bsk_hopper_tune_s {
     int epi;        /* 0: TMA-store epilogue when C is 16-bit, beta = 0, N % 8 = 0; 1: always the direct one   */
     int classes;    /* 0: bands cut at bit-length classes of the row length; 1: no classes; 2: 2 bits/class   */
     int cluster;    /* BM = 128 with the TMA-store epilogue: 0 default, 1 force 2-CTA clusters, 2 force none    */
+    int b64_mode;   /* BM = 64: 0 default, 1 split (64 x 256 tile, the consumers split N), 2 paired block rows  */
+    int pf;         /* L2 prefetch lead in stages: 0 default, -1 off, > 0 that many stages (at most 32 blocks) */
     int out_max_grid; /* written by the launcher: the persistent grid before capping by the item count        */
+    int out_pf;       /* written by the launcher: the prefetch lead in blocks it used (0: off)                 */
 };
 extern struct bsk_hopper_tune_s bsk__hopper_tune;
 #ifdef __cplusplus
