@@ -241,6 +241,7 @@ int main(int argc, char **argv)
         const char *tag;
         int bswap, epi, classes, cluster;
         int b64m, pf, maxc; /* tune: b64_mode, pf (lead in stages, -1 off), max_ctas */
+        int clacq, l2h;     /* tune: cl_acq, l2hint */
     } cfg;
     cfg cfgs[64];
     int nc = 0;
@@ -258,19 +259,23 @@ int main(int argc, char **argv)
         ADD(.b = 64, .d = 0.25, .bf = 1, .tag = "bf16");
     }
     if (variants) {
-        for (int di = 0; di < 3; di++) ADD(.b = 128, .d = ds[di], .pf = -1, .tag = "no L2 prefetch");
-        ADD(.b = 128, .d = 0.10, .skew = 1, .pf = -1, .tag = "no L2 prefetch");
-        ADD(.b = 128, .d = 0.10, .pf = 8, .tag = "prefetch lead 8");
-        ADD(.b = 128, .d = 0.50, .pf = 8, .tag = "prefetch lead 8");
-        for (int di = 0; di < 3; di++) ADD(.b = 64, .d = ds[di], .b64m = 1, .tag = "split 64x256");
-        ADD(.b = 64, .d = 0.50, .b64m = 1, .pf = -1, .tag = "split 64x256, no L2 prefetch");
-        ADD(.b = 64, .d = 0.10, .b64m = 2, .pf = -1, .tag = "pair, no L2 prefetch");
-        ADD(.b = 64, .d = 0.50, .b64m = 2, .pf = -1, .tag = "pair, no L2 prefetch");
         ADD(.b = 128, .d = 0.50, .maxc = 66, .tag = "66 CTAs");
         ADD(.b = 64, .d = 0.50, .maxc = 66, .tag = "66 CTAs");
-        ADD(.b = 128, .d = 0.10, .cluster = 1, .tag = "cluster 2 (A multicast)");
-        ADD(.b = 128, .d = 0.50, .cluster = 1, .tag = "cluster 2 (A multicast)");
+        for (int di = 0; di < 3; di++) ADD(.b = 64, .d = ds[di], .b64m = 1, .tag = "split 64x256");
+        for (int di = 0; di < 3; di++) ADD(.b = 128, .d = ds[di], .l2h = 1, .tag = "L2 hints");
+        ADD(.b = 128, .d = 0.10, .skew = 1, .l2h = 1, .tag = "L2 hints");
+        ADD(.b = 64, .d = 0.10, .l2h = 1, .tag = "L2 hints");
+        ADD(.b = 64, .d = 0.50, .l2h = 1, .tag = "L2 hints");
+        ADD(.b = 128, .d = 0.10, .pf = 4, .tag = "L2 prefetch lead 4");
+        ADD(.b = 128, .d = 0.50, .epi = 1, .tag = "direct epilogue, 4 stages");
+        ADD(.b = 128, .d = 0.10, .cluster = 1, .tag = "cluster 2, 3 st + TMA store");
+        ADD(.b = 128, .d = 0.50, .cluster = 1, .tag = "cluster 2, 3 st + TMA store");
+        ADD(.b = 128, .d = 0.50, .cluster = 1, .clacq = 1, .tag = "cluster 2, 3 st, cluster-scope waits");
+        ADD(.b = 128, .d = 0.10, .cluster = 3, .tag = "cluster 2, 4 st + direct");
+        ADD(.b = 128, .d = 0.50, .cluster = 3, .tag = "cluster 2, 4 st + direct");
+        ADD(.b = 128, .d = 0.50, .cluster = 3, .l2h = 1, .tag = "cluster 2, 4 st + direct, L2 hints");
         ADD(.b = 128, .d = 0.10, .tag = "repeat");
+        ADD(.b = 64, .d = 0.50, .tag = "repeat");
     }
     if (cf32) {
         ADD(.b = 128, .d = 0.10, .c32 = 1, .tag = "C fp32");
@@ -278,10 +283,10 @@ int main(int argc, char **argv)
     }
     if (ncu) { /* one call each, under the profiler */
         ADD(.b = 128, .d = 0.50, .tag = "ncu");
-        ADD(.b = 128, .d = 0.50, .cluster = 1, .tag = "ncu cluster");
         ADD(.b = 128, .d = 0.10, .tag = "ncu");
         ADD(.b = 64, .d = 0.50, .tag = "ncu");
-        ADD(.b = 64, .d = 0.50, .b64m = 1, .tag = "ncu split");
+        ADD(.b = 128, .d = 0.50, .cluster = 1, .tag = "ncu cluster 3 st");
+        ADD(.b = 128, .d = 0.50, .cluster = 3, .tag = "ncu cluster 4 st direct");
     }
 #undef ADD
 
@@ -299,6 +304,8 @@ int main(int argc, char **argv)
         bsk__hopper_tune.b64_mode = c.b64m;
         bsk__hopper_tune.pf = c.pf;
         bsk__hopper_tune.max_ctas = c.maxc;
+        bsk__hopper_tune.cl_acq = c.clacq;
+        bsk__hopper_tune.l2hint = c.l2h;
         bsk_dtype dt = c.bf ? BSK_BF16 : BSK_F16, ct = c.c32 ? BSK_F32 : dt;
         bsk_bsr hA, A;
         CS(bsk_bsr_random(M_, K_, c.b, c.b, c.d, c.skew ? BSK_PATTERN_SKEWED : BSK_PATTERN_UNIFORM, 1000 + ci, dt, &hA));

@@ -1,7 +1,7 @@
 #!/bin/bash
-# hopper_probe.sh — one device run for the Hopper SpMM: build (sm_90a only), the gpu_hopper tests,
-# compute-sanitizer memcheck on the malformed-index test, the probe (cuBLAS vs bsk at 8192^3), optionally an
-# Nsight Compute pass, and the probe's E table printed last.
+# hopper_probe.sh — one device run for the Hopper SpMM: build (sm_90a only), the gpu_hopper tests, the probe
+# (cuBLAS vs bsk at 8192^3), optionally an Nsight Compute pass, compute-sanitizer (last: the slowest and least
+# likely to change), and the probe's E table printed last. Logs in $OUT.
 # Usage (on the device machine, from the repo root): bench/hopper_probe.sh [probe args...]
 #   HOPPER_BUILD=dir (default build-hopper2); HOPPER_TESTS=0 skips the tests; HOPPER_SAN=0 skips memcheck,
 #   HOPPER_SAN=2 adds memcheck on the tails test and racecheck; HOPPER_NCU=1 adds the ncu pass.
@@ -26,20 +26,6 @@ if [ "${HOPPER_TESTS:-1}" = 1 ]; then
     if [ $rc = 124 ]; then echo "tests: TIMED OUT (hang?)"; HOPPER_SAN=0; fi
     echo "tests: $(( $(date +%s) - t0 )) s"
 fi
-if [ "${HOPPER_SAN:-1}" != 0 ]; then
-    timeout 40 compute-sanitizer --tool memcheck --error-exitcode 9 $B/bin/bsk_tests gpu_hopper_spmm_malformed \
-        > "$OUT/memcheck.log" 2>&1; rc=$?
-    res_mem="malformed: rc=$rc $(grep 'ERROR SUMMARY' "$OUT/memcheck.log" | tail -1)"
-    if [ "${HOPPER_SAN:-1}" = 2 ]; then
-        timeout 60 compute-sanitizer --tool memcheck --error-exitcode 9 $B/bin/bsk_tests gpu_hopper_spmm_tails \
-            >> "$OUT/memcheck.log" 2>&1; rc=$?
-        res_mem="$res_mem | tails: rc=$rc $(grep 'ERROR SUMMARY' "$OUT/memcheck.log" | tail -1)"
-        timeout 60 compute-sanitizer --tool racecheck --error-exitcode 9 $B/bin/bsk_tests gpu_hopper_spmm_tails \
-            > "$OUT/racecheck.log" 2>&1; rc=$?
-        res_race="rc=$rc $(grep 'RACECHECK SUMMARY\|ERROR SUMMARY' "$OUT/racecheck.log" | tail -1)"
-    fi
-    echo "sanitizer: $(( $(date +%s) - t0 )) s"
-fi
 timeout ${HOPPER_PROBE_TIMEOUT:-130} $B/bin/hopper_probe "$@" > "$OUT/probe.log" 2>&1
 res_probe="rc=$?"
 echo "probe: $(( $(date +%s) - t0 )) s"
@@ -58,6 +44,20 @@ if [ "${HOPPER_NCU:-0}" = 1 ]; then
         res_ncu="ncu not found"
     fi
     echo "ncu: $(( $(date +%s) - t0 )) s"
+fi
+if [ "${HOPPER_SAN:-1}" != 0 ]; then
+    timeout 30 compute-sanitizer --tool memcheck --error-exitcode 9 $B/bin/bsk_tests gpu_hopper_spmm_malformed \
+        > "$OUT/memcheck.log" 2>&1; rc=$?
+    res_mem="malformed: rc=$rc $(grep 'ERROR SUMMARY' "$OUT/memcheck.log" | tail -1)"
+    if [ "${HOPPER_SAN:-1}" = 2 ]; then
+        timeout 40 compute-sanitizer --tool memcheck --error-exitcode 9 $B/bin/bsk_tests gpu_hopper_spmm_tails \
+            >> "$OUT/memcheck.log" 2>&1; rc=$?
+        res_mem="$res_mem | tails: rc=$rc $(grep 'ERROR SUMMARY' "$OUT/memcheck.log" | tail -1)"
+        timeout 40 compute-sanitizer --tool racecheck --error-exitcode 9 $B/bin/bsk_tests gpu_hopper_spmm_tails \
+            > "$OUT/racecheck.log" 2>&1; rc=$?
+        res_race="rc=$rc $(grep 'RACECHECK SUMMARY\|ERROR SUMMARY' "$OUT/racecheck.log" | tail -1)"
+    fi
+    echo "sanitizer: $(( $(date +%s) - t0 )) s"
 fi
 echo "tests: $res_tests"
 echo "memcheck: $res_mem"

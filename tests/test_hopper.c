@@ -203,6 +203,7 @@ BSK_TEST(gpu_hopper_spmm_persistent_few_ctas)
         bsk__hopper_tune.max_ctas = 3;
         bsk__hopper_tune.b64_wgn = v == 2 ? 256 : 128;
         bsk__hopper_tune.b64_mode = v == 3 ? 1 : 0; /* v 1: the default (paired rows), v 3: split */
+        bsk__hopper_tune.l2hint = v <= 1;           /* L2 eviction hints on A loads and C stores */
         bsk__hopper_tune.band_mb = v == 1 ? 1 : 0; /* tiny bands: many bands, partial last band */
         bsk__hopper_tune.classes = v % 3;           /* bit-length classes, none, two bits per class */
         bsk_bsr A = random_bsr(9 * b - 5, 8 * b, b, 0.45, BSK_PATTERN_SKEWED, v == 2 ? BSK_BF16 : BSK_F16);
@@ -216,24 +217,33 @@ BSK_TEST(gpu_hopper_spmm_persistent_few_ctas)
     bsk_destroy(ctx);
 }
 
-/* The 2-CTA cluster variant (BM = 128, A multicast to both CTAs, 16-bit C with beta = 0): tails, an odd
-   number of N tiles (the second CTA's tile is past N), empty rows, skew, few clusters taking many items. */
+/* The 2-CTA cluster variants (BM = 128, A multicast to both CTAs): 3 stages + TMA-store epilogue (16-bit C,
+   beta = 0) and 4 stages + direct epilogue (any C, beta): tails, an odd number of N tiles (the second CTA's
+   tile is past N), empty rows, skew, few clusters taking many items. */
 BSK_TEST(gpu_hopper_spmm_cluster)
 {
     bsk_context *ctx = NULL;
     const char *why = hopper_skip_reason(&ctx);
     if (why) SKIP(why);
     struct bsk_hopper_tune_s saved = bsk__hopper_tune;
-    bsk__hopper_tune.cluster = 1;
     bsk_rng *r = bsk_test_rng();
     const int b = 128;
-    for (int v = 0; v < 4; v++) {
-        bsk__hopper_tune.max_ctas = v >= 2 ? 4 : 0;
+    for (int v = 0; v < 8; v++) {
+        /* v 0-3: 3 stages + TMA-store epilogue (16-bit C, beta 0); v 4-7: 4 stages + direct epilogue (cluster 3),
+           any C and beta. cl_acq (the cluster-scope waits) and the L2 hints on some of each. */
+        const int w = v % 4;
+        bsk__hopper_tune.cluster = v < 4 ? 1 : 3;
+        bsk__hopper_tune.max_ctas = w >= 2 ? 4 : 0;
+        bsk__hopper_tune.cl_acq = w == 2;
+        bsk__hopper_tune.l2hint = w == 1;
         int64_t M = 3 * b + bsk_rng_int(r, 1, b - 1), K = 5 * b + bsk_rng_int(r, 1, b - 1);
         int64_t N = 8 * bsk_rng_int(r, 40, 100); /* 1..4 N tiles of 256, odd or even */
-        bsk_bsr A = random_bsr(v == 3 ? 10 * b : M, K, b, v == 1 ? 0.15 : 0.5, v == 3 ? BSK_PATTERN_SKEWED : BSK_PATTERN_UNIFORM,
-                               v % 2 ? BSK_BF16 : BSK_F16);
-        run_device_case(t, ctx, &A, N, 8 * (v % 2), 8 * (v / 2), v % 2 ? BSK_BF16 : BSK_F16, 0.75f, 0.0f, 1);
+        if (v >= 4 && w % 2) N += 1;             /* direct epilogue: N odd */
+        bsk_bsr A = random_bsr(w == 3 ? 10 * b : M, K, b, w == 1 ? 0.15 : 0.5, w == 3 ? BSK_PATTERN_SKEWED : BSK_PATTERN_UNIFORM,
+                               w % 2 ? BSK_BF16 : BSK_F16);
+        const bsk_dtype ct = v >= 4 && w != 1 ? BSK_F32 : w % 2 ? BSK_BF16 : BSK_F16;
+        const int64_t pad = N % 8 ? 8 - N % 8 : 8 * (w % 2);
+        run_device_case(t, ctx, &A, N, pad, pad + 8 * (w / 2), ct, 0.75f, v >= 4 && w != 3 ? -0.5f : 0.0f, 1);
         if (strcmp(bsk_last_kernel(ctx), "hopper-wgmma-b128x2") != 0) {
             t->failed++;
             fprintf(stderr, "  last kernel %s, want hopper-wgmma-b128x2\n", bsk_last_kernel(ctx));
@@ -306,7 +316,7 @@ BSK_TEST(gpu_hopper_spmm_b64_modes)
 }
 
 /* Rows longer than 64 blocks (the producer reloads its 32-index window twice per row and the L2-prefetch
-   look-ups reach into the next window), with the prefetch off, at its default lead and at the largest lead
+   look-ups reach into the next window), with the prefetch off (the default), at a 4-stage lead and at the largest lead
    (32 blocks: past the end of every window), on a grid of 2 CTAs (the next item's look-ahead runs every
    item). BM = 128, and BM = 64 split and paired. */
 BSK_TEST(gpu_hopper_spmm_long_rows_prefetch)
@@ -323,7 +333,7 @@ BSK_TEST(gpu_hopper_spmm_long_rows_prefetch)
         const int64_t M = 3 * b + bsk_rng_int(r, 1, b - 1), K = 78 * b + bsk_rng_int(r, 1, b - 1);
         bsk_bsr A = random_bsr(M, K, b, 0.92, BSK_PATTERN_UNIFORM, v == 2 ? BSK_BF16 : BSK_F16);
         for (int q = 0; q < 3; q++) {
-            bsk__hopper_tune.pf = q == 0 ? -1 : q == 1 ? 0 : 64;
+            bsk__hopper_tune.pf = q == 0 ? 0 : q == 1 ? 4 : 64; /* default (off), 4 stages, 64 (clamped to 32 blocks) */
             run_device_case(t, ctx, &A, 136, 0, 0, q == 2 ? BSK_F32 : A.dtype, 1.0f, 0.0f, 1);
             const int want = q == 0 ? 0 : q == 1 ? (b == 128 ? 2 : 4) : 32;
             if (bsk__hopper_tune.out_pf != want) {
@@ -393,6 +403,10 @@ BSK_TEST(gpu_hopper_spmm_malformed_indices_safe)
     dB.data = dev_copy(B.data, dense_bytes(&B));
     dC.data = dev_copy(C.data, dense_bytes(&C));
     REQUIRE(dB.data && dC.data);
+    CHECK_STATUS(bsk_spmm(ctx, BSK_OP_N, 1.0f, &dA, &dB, 0.0f, &dC), BSK_SUCCESS);
+    CHECK_STATUS(bsk_synchronize(ctx), BSK_SUCCESS);
+    CHECK(cudaDeviceSynchronize() == cudaSuccess);
+    bsk__hopper_tune.cluster = 3;
     CHECK_STATUS(bsk_spmm(ctx, BSK_OP_N, 1.0f, &dA, &dB, 0.0f, &dC), BSK_SUCCESS);
     CHECK_STATUS(bsk_synchronize(ctx), BSK_SUCCESS);
     CHECK(cudaDeviceSynchronize() == cudaSuccess);

@@ -142,6 +142,27 @@ __device__ __forceinline__ void tma_load_3d_mc(uint32_t dst, const void *tmap, u
                  "l"((uint64_t)tmap), "r"(bar), "r"(c0), "r"(c1), "r"(c2), "h"(mask)
                  : "memory");
 }
+/* L2 eviction-priority policies for the .L2::cache_hint forms below (the whole access gets the priority). */
+__device__ __forceinline__ uint64_t l2_policy_evict_last()
+{
+    uint64_t pol;
+    asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;\n" : "=l"(pol));
+    return pol;
+}
+__device__ __forceinline__ uint64_t l2_policy_evict_first()
+{
+    uint64_t pol;
+    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(pol));
+    return pol;
+}
+__device__ __forceinline__ void tma_load_3d_hint(uint32_t dst, const void *tmap, uint32_t bar, int32_t c0, int32_t c1,
+                                                 int32_t c2, uint64_t pol)
+{
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.L2::cache_hint"
+                 " [%0], [%1, {%3, %4, %5}], [%2], %6;\n" ::"r"(dst),
+                 "l"((uint64_t)tmap), "r"(bar), "r"(c0), "r"(c1), "r"(c2), "l"(pol)
+                 : "memory");
+}
 /* Bring a box into L2 only (no shared memory, no barrier; fire and forget). Used to take the DRAM latency
    of the blocks a few stages ahead off the ring's critical path. Out-of-range parts are ignored. */
 __device__ __forceinline__ void tma_prefetch_2d(const void *tmap, int32_t c0, int32_t c1)
@@ -161,6 +182,13 @@ __device__ __forceinline__ void tma_store_2d(const void *tmap, uint32_t src, int
 {
     asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];\n" ::"l"((uint64_t)tmap),
                  "r"(src), "r"(c0), "r"(c1)
+                 : "memory");
+}
+__device__ __forceinline__ void tma_store_2d_hint(const void *tmap, uint32_t src, int32_t c0, int32_t c1, uint64_t pol)
+{
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group.L2::cache_hint [%0, {%2, %3}], [%1], %4;\n" ::"l"(
+                     (uint64_t)tmap),
+                 "r"(src), "r"(c0), "r"(c1), "l"(pol)
                  : "memory");
 }
 __device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }

@@ -9,19 +9,21 @@ using namespace bsk_hopper;
 
 #include "tune.h"
 
-struct bsk_hopper_tune_s bsk__hopper_tune = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+struct bsk_hopper_tune_s bsk__hopper_tune = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
 
 /* Defaults decided by measurement (docs/hopper-spmm-notes.md): the 2-CTA cluster variant is correct but was
    measured 1.5x slower on an H100 (run 4), so it runs only when bsk__hopper_tune.cluster asks for it. */
 static const int CLUSTER_DEFAULT = 0;
 /* BM = 64: paired block rows (B panels shared by the two rows of a tile) unless the knob asks for the split
-   64 x 256 tile. L2 prefetch lead in stages (0: off). */
+   64 x 256 tile (run 5: pair 0.641 vs split 0.540 at d = 0.5, equal at d = 0.1). L2 prefetch lead in stages
+   (0: off). */
 static const int B64_PAIR_DEFAULT = 1;
-static const int PF_STAGES_DEFAULT = 4;
+static const int PF_STAGES_DEFAULT = 0; /* run 5: the prefetches double the L2 requests; 1.7x slower at d = 0.5 */
 
 typedef Cfg<128, 256, 4, false> Cfg128;        /* tile 128 x 256, 48 KB stages, direct epilogue                */
 typedef Cfg<128, 256, 3, true> Cfg128t;        /* the same, 3 stages + 64 KB staging for the TMA-store epilogue */
 typedef Cfg<128, 256, 3, true, 2> Cfg128tc;    /* Cfg128t in 2-CTA clusters, A multicast                       */
+typedef Cfg<128, 256, 4, false, 2> Cfg128c;    /* Cfg128 (4 stages, direct epilogue) in 2-CTA clusters          */
 typedef Cfg<64, 128, 5, false> Cfg64;          /* split: tile 64 x 256, 40 KB stages                            */
 typedef Cfg<64, 128, 4, true> Cfg64t;          /* the same, 4 stages + 32 KB staging                            */
 typedef Cfg<64, 256, 3, false> Cfg64w;         /* split: tile 64 x 512, 72 KB stages (experiment)               */
@@ -99,6 +101,8 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, cons
     p.nt = (int)nt;
     p.total_items = (unsigned)(mu * nt);
     p.pf = pf;
+    p.cl_acq = bsk__hopper_tune.cl_acq ? 1 : 0;
+    p.l2hint = bsk__hopper_tune.l2hint ? 1 : 0;
     p.b_lbo = bsk__hopper_tune.bdesc_swap ? 1024u : 8192u;
     p.b_sbo = bsk__hopper_tune.bdesc_swap ? 8192u : 1024u;
 
@@ -186,6 +190,11 @@ bsk_status bsk_hopper_spmm(bsk_context *ctx, bsk_op op, float alpha, const bsk_b
     bsk_status s;
     if (b == 128) {
         const int cl = bsk__hopper_tune.cluster == 1 || (bsk__hopper_tune.cluster == 0 && CLUSTER_DEFAULT);
+        if (bsk__hopper_tune.cluster == 3) {
+            s = bf ? launch<Cfg128c, BSK_BF16>(ctx, st, A, B, alpha, beta, C, "hopper-wgmma-b128x2")
+                   : launch<Cfg128c, BSK_F16>(ctx, st, A, B, alpha, beta, C, "hopper-wgmma-b128x2");
+            if (s != BSK_ERR_UNSUPPORTED) return s;
+        }
         if (tma_epi && cl) {
             s = bf ? launch<Cfg128tc, BSK_BF16>(ctx, st, A, B, alpha, beta, C, "hopper-wgmma-b128x2")
                    : launch<Cfg128tc, BSK_F16>(ctx, st, A, B, alpha, beta, C, "hopper-wgmma-b128x2");

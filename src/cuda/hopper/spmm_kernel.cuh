@@ -55,6 +55,8 @@ struct SpmmParams {
     int nt;                 /* N tiles, or pairs of N tiles when two CTAs form a cluster            */
     unsigned total_items;   /* units * nt                                                           */
     int pf;                 /* L2 prefetch lead in blocks per list (0: off; at most 32)             */
+    int cl_acq;             /* clusters: consumers' full-barrier waits with cluster-scope acquire   */
+    int l2hint;             /* A loads evict_last, C stores evict_first                            */
     uint32_t b_lbo, b_sbo;  /* B descriptor strides in bytes (8192 between 64-column panels, 1024
                                between 8-row groups); run-time only so a probe can try the swap    */
 };
@@ -372,6 +374,7 @@ __global__ void __launch_bounds__(384, 1)
             uint32_t s = 0, ph = 0, ci = 0, cph = 0;
             const unsigned nt = (unsigned)p.nt, total = p.total_items;
             const int D = p.pf;
+            const uint64_t pol_a = l2_policy_evict_last(); /* used only with p.l2hint */
             /* Items: CTA 0's lane 0 takes them from the queue (fetch, one item ahead); in a cluster it hands each
                to CTA 1 through the channel (exchange), whose producer then walks the same blocks. */
             auto fetch = [&]() -> unsigned { return (lane == 0 && rank == 0) ? atomicAdd(p.counter, 1u) : 0u; };
@@ -524,11 +527,18 @@ __global__ void __launch_bounds__(384, 1)
                                 const uint32_t adst = sbase + CF::A_OFF + s * CF::A_BYTES;
                                 const uint32_t bdst = sbase + CF::B_OFF + s * CF::B_BYTES;
                                 if (CF::PAIR) { /* each row's 64 x 64 block into its consumer's half */
-                                    if (inA) tma_load_3d(adst, &tmA, fb, 0, 0, blkA);
-                                    if (inB) tma_load_3d(adst + 64u * 128u, &tmA, fb, 0, 0, blkB);
+                                    if (p.l2hint) {
+                                        if (inA) tma_load_3d_hint(adst, &tmA, fb, 0, 0, blkA, pol_a);
+                                        if (inB) tma_load_3d_hint(adst + 64u * 128u, &tmA, fb, 0, 0, blkB, pol_a);
+                                    } else {
+                                        if (inA) tma_load_3d(adst, &tmA, fb, 0, 0, blkA);
+                                        if (inB) tma_load_3d(adst + 64u * 128u, &tmA, fb, 0, 0, blkB);
+                                    }
                                 } else if (CL) /* my 64 rows of A's panel, into both CTAs */
                                     tma_load_3d_mc(adst + rank * 64u * 128u, &tmA, fb, h * 64, (int)rank * 64, blkA,
                                                    (uint16_t)3);
+                                else if (p.l2hint)
+                                    tma_load_3d_hint(adst, &tmA, fb, h * 64, 0, blkA, pol_a);
                                 else
                                     tma_load_3d(adst, &tmA, fb, h * 64, 0, blkA);
                                 const int krow = j * CF::BM + h * 64;
@@ -565,8 +575,11 @@ __global__ void __launch_bounds__(384, 1)
         uint32_t s = 0, ph = 0;
         const uint32_t a_off = CF::SPLIT_N ? 0u : (uint32_t)c * 64u * 128u;
         const uint32_t b_off = CF::SPLIT_N ? (uint32_t)c * (CF::WGN / 64) * 8192u : 0u;
+        /* The full barrier completes through TMA transactions (own loads and the peer's multicast), which
+           makes the data visible to the waiting threads; CTA scope is what the copy engine's completion needs.
+           cl_acq keeps the cluster-scope acquire of the run-4 kernel for comparison. */
         auto wait_full = [&]() {
-            if (CL) mbar_wait_cluster(full0 + 8 * s, ph);
+            if (CL && p.cl_acq) mbar_wait_cluster(full0 + 8 * s, ph);
             else mbar_wait(full0 + 8 * s, ph);
         };
         auto release = [&]() { /* one arrival per warp on every CTA's empty barrier of the stage */
@@ -629,8 +642,16 @@ __global__ void __launch_bounds__(384, 1)
                 fence_proxy_async_smem();
                 named_bar_sync(1 + c, 128);
                 if (tw == 0 && wc0 < p.N && wr0 < p.M) {
+                    if (p.l2hint) {
+                        const uint64_t pol_c = l2_policy_evict_first();
 #pragma unroll
-                    for (int q = 0; q < CF::WGN / 64; ++q) tma_store_2d(&tmC, cbuf + q * 8192, wc0 + 64 * q, (int)wr0);
+                        for (int q = 0; q < CF::WGN / 64; ++q)
+                            tma_store_2d_hint(&tmC, cbuf + q * 8192, wc0 + 64 * q, (int)wr0, pol_c);
+                    } else {
+#pragma unroll
+                        for (int q = 0; q < CF::WGN / 64; ++q)
+                            tma_store_2d(&tmC, cbuf + q * 8192, wc0 + 64 * q, (int)wr0);
+                    }
                 }
                 if (tw == 0) bulk_commit();
             } else {

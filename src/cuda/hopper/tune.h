@@ -13,9 +13,12 @@ struct bsk_hopper_tune_s {
     int bdesc_swap; /* 1: swap B's descriptor LBO/SBO (a probe of the layout; wrong results expected)         */
     int epi;        /* 0: TMA-store epilogue when C is 16-bit, beta = 0, N % 8 = 0; 1: always the direct one   */
     int classes;    /* 0: bands cut at bit-length classes of the row length; 1: no classes; 2: 2 bits/class   */
-    int cluster;    /* BM = 128 with the TMA-store epilogue: 0 default, 1 force 2-CTA clusters, 2 force none    */
+    int cluster;    /* BM = 128: 0 default (none), 1 2-CTA clusters with the TMA-store epilogue (16-bit C, beta 0),
+                       2 none, 3 2-CTA clusters with 4 stages and the direct epilogue (any C)                     */
     int b64_mode;   /* BM = 64: 0 default, 1 split (64 x 256 tile, the consumers split N), 2 paired block rows  */
-    int pf;         /* L2 prefetch lead in stages: 0 default, -1 off, > 0 that many stages (at most 32 blocks) */
+    int pf;         /* L2 prefetch lead in stages: 0 default (off), -1 off, > 0 that many stages (<= 32 blocks) */
+    int cl_acq;     /* clusters: 1 = consumers wait on the full barrier with cluster-scope acquire (run-4 kernel) */
+    int l2hint;     /* 1: A loads evict_last (reused across N tiles), TMA-stored C evict_first (never re-read)    */
     int out_max_grid; /* written by the launcher: the persistent grid before capping by the item count        */
     int out_pf;       /* written by the launcher: the prefetch lead in blocks it used (0: off)                 */
 };
