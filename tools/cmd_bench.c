@@ -280,8 +280,12 @@ static int bench_cpu(bench_state *b)
 
 /* ---------------------------------------------------------------- command */
 
+int cmd_attention(int argc, char **argv); /* tools/cmd_attention.c */
+
 int cmd_bench(int argc, char **argv)
 {
+    /* `bsk bench attention ...` is the attention benchmark (the same as `bsk attention ...`) */
+    if (argc > 1 && !strcmp(argv[1], "attention")) return cmd_attention(argc - 1, argv + 1);
     int quick = 0, dtype = -1, out_dtype = -1, device_req = CLI_DEV_AUTO, npos;
     int64_t iters = 0, warmup = -1;
     uint64_t seed = 1;

@@ -1,0 +1,52 @@
+#!/bin/bash
+# run_gpu.sh — the device run: build for sm_90a, the whole test suite (CPU + GPU), the SpMM benchmark grid
+# vs cuBLAS / cuSPARSE (JSON), the SASS check; stage "py" installs the Python package and runs its tests;
+# stage "san" runs compute-sanitizer on the GPU suite's edge tests. A short table is printed last.
+# Usage (device machine, repo root): BSK_COMMIT=<sha> bench/run_gpu.sh [main|py|san ...]   (default: main)
+set -o pipefail
+OUT=${OUT:-bench/results}
+mkdir -p "$OUT"
+stages=${*:-main}
+summary=()
+build() {
+    [ -x build/bin/bsk_tests ] && [ -x build/bin/bsk ] && return 0
+    t0=$(date +%s)
+    make JOBS=16 GENCODE_PORTABLE='-gencode arch=compute_90a,code=sm_90a' all > "$OUT/build.log" 2>&1 \
+        || { tail -30 "$OUT/build.log"; echo "BUILD FAILED"; exit 1; }
+    summary+=("build: $(( $(date +%s) - t0 )) s")
+}
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu --format=csv,noheader
+build
+for st in $stages; do
+  case $st in
+  main)
+    build/bin/bsk preflight
+    timeout 240 build/bin/bsk_tests > "$OUT/tests.log" 2>&1; rc=$?
+    grep -E "^FAIL|failed \(|CHECK|REQUIRE|rel err" "$OUT/tests.log" | head -20
+    summary+=("tests (all): rc=$rc $(tail -1 "$OUT/tests.log")")
+    make sass 2>/dev/null | grep -E "HGMMA" | sort | uniq -c | head -5 > "$OUT/sass.txt"
+    summary+=("sass: $(grep -c HGMMA "$OUT/sass.txt") kernel lines with HGMMA")
+    timeout 300 build/bin/bsk bench spmm --json "$OUT/spmm_bench.json" > "$OUT/bench.txt" 2> "$OUT/bench.err"; rc=$?
+    summary+=("bench spmm: rc=$rc")
+    ;;
+  py)
+    t0=$(date +%s)
+    BSK_BUILD=build python3 -m pip install -q --no-build-isolation --no-deps --no-cache-dir --target /tmp/site . \
+        > "$OUT/py_build.log" 2>&1 || { tail -20 "$OUT/py_build.log"; summary+=("python: BUILD FAILED"); }
+    export PYTHONPATH=/tmp/site
+    timeout 200 python3 -m pytest -q -p no:cacheprovider -rs python/tests > "$OUT/pytest.log" 2>&1; rc=$?
+    grep -E "FAILED|Error" "$OUT/pytest.log" | head -15
+    summary+=("pytest: rc=$rc $(tail -1 "$OUT/pytest.log") ($(( $(date +%s) - t0 )) s)")
+    timeout 60 python3 python/examples/train_block_sparse_mlp.py > "$OUT/example.log" 2>&1
+    summary+=("example: $(tail -1 "$OUT/example.log")")
+    ;;
+  san)
+    timeout 200 compute-sanitizer --tool memcheck --error-exitcode 9 build/bin/bsk_tests gpu_spmm_edges > "$OUT/memcheck.log" 2>&1
+    summary+=("memcheck gpu_spmm_edges: rc=$? $(grep -E 'ERROR SUMMARY' "$OUT/memcheck.log" | tail -1)")
+    timeout 120 compute-sanitizer --tool memcheck --error-exitcode 9 build/bin/bsk_tests gpu_spmm_malformed > "$OUT/memcheck2.log" 2>&1
+    summary+=("memcheck gpu_spmm_malformed: rc=$? $(grep -E 'ERROR SUMMARY' "$OUT/memcheck2.log" | tail -1)")
+    ;;
+  esac
+done
+[ -f "$OUT/bench.txt" ] && tail -45 "$OUT/bench.txt"
+printf '%s\n' "${summary[@]}"
