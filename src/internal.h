@@ -20,6 +20,7 @@ struct bsk_context {
     int has_device;        /* a usable CUDA device exists                        */
     void *stream;          /* cudaStream_t                                       */
     const char *last_kernel;
+    int pattern_cache;     /* keep derived pattern data between calls (bsk_set_pattern_cache) */
     struct bsk_cuda_state *cuda; /* lazily created workspace and pattern caches */
 };
 

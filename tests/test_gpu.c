@@ -401,6 +401,7 @@ BSK_TEST(gpu_spmm_transpose_cache_deterministic)
     for (int32_t blk = 64; blk >= 16; blk -= 48) {
         bsk_context *ctx = NULL;
         REQUIRE_OK(bsk_create(&ctx, BSK_BACKEND_CUDA));
+        REQUIRE_OK(bsk_set_pattern_cache(ctx, blk == 64)); /* cached and rebuilt-per-call index alike */
         bsk_rng *rng = bsk_test_rng();
         const int64_t rows = 64 * 48, cols = 64 * 20, n = 96;
         bsk_bsr A, dA;
@@ -709,6 +710,8 @@ BSK_TEST(gpu_spmm_forget_patterns_after_rewrite)
     NEED_GPU();
     bsk_context *ctx = NULL;
     REQUIRE_OK(bsk_create(&ctx, BSK_BACKEND_CUDA));
+    CHECK_STATUS(bsk_set_pattern_cache(ctx, 2), BSK_ERR_INVALID_ARGUMENT);
+    REQUIRE_OK(bsk_set_pattern_cache(ctx, 1));
     bsk_rng *rng = bsk_test_rng();
     const int64_t rows = 32 * 12, cols = 32 * 10, n = 40;
     bsk_bsr A1, A2, dA;
@@ -737,6 +740,18 @@ BSK_TEST(gpu_spmm_forget_patterns_after_rewrite)
     bsk_dense g = {cols, n, n, BSK_F32, BSK_MEM_HOST, got};
     CHECK_REL(bsk_rel_err_dense(&g, ref), bsk_tol(BSK_F16, BSK_F32));
     CHECK_STATUS(bsk_forget_patterns(NULL), BSK_ERR_NULL_POINTER);
+    /* the default (no cache): rewriting in place needs no call at all */
+    REQUIRE_OK(bsk_set_pattern_cache(ctx, 0));
+    CHECK_STATUS(bsk_spmm(ctx, BSK_OP_T, 1.0f, &dA, &dB, 0.0f, &dC), BSK_SUCCESS);
+    CHECK(dev_put(dA.row_ptr, A1.row_ptr, (size_t)(mb + 1) * 4));
+    CHECK(dev_put(dA.col_idx, A1.col_idx, (size_t)A1.nnzb * 4));
+    CHECK(dev_put(dA.values, A1.values, (size_t)vbytes));
+    CHECK(dev_put(dC.data, C.data, (size_t)(cols * n) * 4));
+    CHECK_STATUS(bsk_spmm(ctx, BSK_OP_T, 1.0f, &dA, &dB, 0.0f, &dC), BSK_SUCCESS);
+    CHECK_STATUS(bsk_synchronize(ctx), BSK_SUCCESS);
+    CHECK(dev_get(got, dC.data, (size_t)(cols * n) * 4));
+    bsk_ref_spmm(BSK_OP_T, 1.0, &A1, &B, 0.0, NULL, ref);
+    CHECK_REL(bsk_rel_err_dense(&g, ref), bsk_tol(BSK_F16, BSK_F32));
     free(got); free(ref);
     dev_free(bb); dev_free(cb);
     bsk_bsr_free(&dA); bsk_bsr_free(&A1); bsk_bsr_free(&A2);

@@ -55,6 +55,15 @@ bsk_status bsk_synchronize(bsk_context *ctx)
     return ctx->has_device ? bsk_cuda_synchronize(ctx) : BSK_SUCCESS;
 }
 
+bsk_status bsk_set_pattern_cache(bsk_context *ctx, int enable)
+{
+    if (!ctx) return BSK_ERR_NULL_POINTER;
+    if (enable != 0 && enable != 1) return BSK_ERR_INVALID_ARGUMENT;
+    if (!enable && ctx->pattern_cache && ctx->cuda) bsk_cuda_forget_patterns(ctx);
+    ctx->pattern_cache = enable;
+    return BSK_SUCCESS;
+}
+
 bsk_status bsk_forget_patterns(bsk_context *ctx)
 {
     if (!ctx) return BSK_ERR_NULL_POINTER;

@@ -176,6 +176,9 @@ bsk_status bsk_cuda_tindex_get(bsk_context *ctx, const bsk_bsr *A, bsk_tindex *t
         struct bsk_tindex_entry *en = &st->tindex[i];
         if (en->used && en->mem && en->row_ptr == A->row_ptr && en->col_idx == A->col_idx && en->mb == mb &&
             en->nb == nb && en->nnzb == A->nnzb) {
+            /* Without the cache (the default) the same addresses may hold another pattern now: rebuild
+               this entry in place. */
+            if (!ctx->pattern_cache) { victim = i; break; }
             /* built (or last used) perhaps on another stream: order this stream after it */
             bsk_status s = bsk_cuda_status(cudaStreamWaitEvent(stream, en->ev, 0));
             if (s) return s;
