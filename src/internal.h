@@ -33,6 +33,8 @@ bsk_status bsk__check_bsr_indices(int64_t mb, int64_t nb, int64_t nnzb, const in
                                   const int32_t *col_idx);
 /* O(1): dims, ld >= cols, dtype, mem, NULL data (allowed only when rows*cols == 0), alignment. */
 bsk_status bsk__check_dense(const bsk_dense *D);
+/* `p` (NULL passes) is where `want` says, by the CUDA runtime's account. */
+bsk_status bsk__check_location(const void *p, bsk_memory want);
 /* Pointers are where `mem` says (asks the CUDA runtime; all host without CUDA). */
 bsk_status bsk__check_bsr_location(const bsk_bsr *A);
 bsk_status bsk__check_dense_location(const bsk_dense *D);

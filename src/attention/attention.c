@@ -81,15 +81,6 @@ static int overlaps(const void *a, int64_t abytes, const void *b, int64_t bbytes
 
 static int64_t tensor_bytes(const bsk_attn_tensor *t) { return tensor_span(t) * (int64_t)bsk_dtype_size(t->dtype); }
 
-static bsk_status check_location(const void *p, bsk_memory want)
-{
-    if (!p) return BSK_SUCCESS;
-    bsk_memory got;
-    bsk_status s = bsk_cuda_pointer_mem(p, &got);
-    if (s) return s;
-    return got == want ? BSK_SUCCESS : BSK_ERR_WRONG_LOCATION;
-}
-
 static bsk_status check_side(const bsk_context *ctx, bsk_memory m)
 {
     if (m == BSK_MEM_DEVICE) {
@@ -104,10 +95,7 @@ static bsk_status check_side(const bsk_context *ctx, bsk_memory m)
 static bsk_status check_layout_full(const bsk_attn_layout *L)
 {
     bsk_status s = bsk__attn_layout_check_desc(L);
-    if (!s) s = check_location(L->full_count, L->mem);
-    if (!s) s = check_location(L->part_count, L->mem);
-    if (!s) s = check_location(L->full_idx, L->mem);
-    if (!s) s = check_location(L->part_idx, L->mem);
+    if (!s) s = bsk__attn_layout_check_location(L);
     if (!s && L->mem == BSK_MEM_HOST)
         s = bsk__attn_layout_check_lists(L, L->full_count, L->full_idx, L->part_count, L->part_idx);
     return s;
@@ -117,7 +105,7 @@ static bsk_status check_kv_lens(const int32_t *kv_lens, int64_t batch, int64_t s
 {
     if (!kv_lens) return BSK_SUCCESS;
     if (((uintptr_t)kv_lens & 3u) != 0) return BSK_ERR_MISALIGNED;
-    bsk_status s = check_location(kv_lens, mem);
+    bsk_status s = bsk__check_location(kv_lens, mem);
     if (s) return s;
     if (mem == BSK_MEM_HOST)
         for (int64_t b = 0; b < batch; b++)
@@ -148,8 +136,8 @@ bsk_status bsk_attention_forward(bsk_context *ctx, const bsk_attention_params *p
     bsk_memory m = q->mem;
     if (k->mem != m || v->mem != m || o->mem != m || L->mem != m) return BSK_ERR_WRONG_LOCATION;
     if ((s = check_side(ctx, m))) return s;
-    if ((s = check_location(q->data, m)) || (s = check_location(k->data, m)) || (s = check_location(v->data, m)) ||
-        (s = check_location(o->data, m)) || (s = check_location(p->lse, m)))
+    if ((s = bsk__check_location(q->data, m)) || (s = bsk__check_location(k->data, m)) || (s = bsk__check_location(v->data, m)) ||
+        (s = bsk__check_location(o->data, m)) || (s = bsk__check_location(p->lse, m)))
         return s;
     if (p->lse && ((uintptr_t)p->lse & 3u) != 0) return BSK_ERR_MISALIGNED;
     if ((s = check_kv_lens(p->kv_lens, q->batch, k->seq, m))) return s;
@@ -207,16 +195,16 @@ bsk_status bsk_topk_block_layout(bsk_context *ctx, const bsk_topk_params *p, bsk
     bsk_memory m = q->mem;
     if (k->mem != m || out->mem != m) return BSK_ERR_WRONG_LOCATION;
     if ((s = check_side(ctx, m))) return s;
-    if ((s = check_location(q->data, m)) || (s = check_location(k->data, m))) return s;
+    if ((s = bsk__check_location(q->data, m)) || (s = bsk__check_location(k->data, m))) return s;
     if (p->w_q) {
         if ((s = check_weight(p->w_q, q->dim, m)) || (s = check_weight(p->w_k, q->dim, m))) return s;
         if (p->w_q->cols != p->w_k->cols) return BSK_ERR_SHAPE_MISMATCH;
     }
     if ((s = check_kv_lens(p->kv_lens, q->batch, k->seq, m))) return s;
-    s = check_location(out->full_count, m);
-    if (!s) s = check_location(out->part_count, m);
-    if (!s) s = check_location(out->full_idx, m);
-    if (!s) s = check_location(out->part_idx, m);
+    s = bsk__check_location(out->full_count, m);
+    if (!s) s = bsk__check_location(out->part_count, m);
+    if (!s) s = bsk__check_location(out->full_idx, m);
+    if (!s) s = bsk__check_location(out->part_idx, m);
     if (s) return s;
     if (bsk__attn_layout_rows(out) == 0) return BSK_SUCCESS;
     bsk__attn_dims d = {q->batch, q->heads, k->heads, q->seq, k->seq, q->dim, bsk_attn_layout_mq(out), nb, 1.0f};

@@ -32,6 +32,8 @@ static inline int64_t bsk__attn_layout_index(const bsk_attn_layout *L, int64_t b
 /* O(1) descriptor checks of a layout: sizes, block sizes, capacity, NULL pointers, alignment,
    overflow of the array sizes. */
 bsk_status bsk__attn_layout_check_desc(const bsk_attn_layout *L);
+/* Every array of L is where L->mem says (asks the CUDA runtime). */
+bsk_status bsk__attn_layout_check_location(const bsk_attn_layout *L);
 /* O(entries) checks of host lists: counts in range, indices in range, sorted, the lists disjoint. */
 bsk_status bsk__attn_layout_check_lists(const bsk_attn_layout *L, const int32_t *full_count,
                                         const int32_t *full_idx, const int32_t *part_count,

@@ -107,28 +107,19 @@ static bsk_status host_lists_get(const bsk_attn_layout *L, int counts_only, host
     return s;
 }
 
-static bsk_status check_location(const void *p, bsk_memory want)
+bsk_status bsk__attn_layout_check_location(const bsk_attn_layout *L)
 {
-    if (!p) return BSK_SUCCESS;
-    bsk_memory got;
-    bsk_status s = bsk_cuda_pointer_mem(p, &got);
-    if (s) return s;
-    return got == want ? BSK_SUCCESS : BSK_ERR_WRONG_LOCATION;
-}
-
-static bsk_status check_layout_location(const bsk_attn_layout *L)
-{
-    bsk_status s = check_location(L->full_count, L->mem);
-    if (!s) s = check_location(L->part_count, L->mem);
-    if (!s) s = check_location(L->full_idx, L->mem);
-    if (!s) s = check_location(L->part_idx, L->mem);
+    bsk_status s = bsk__check_location(L->full_count, L->mem);
+    if (!s) s = bsk__check_location(L->part_count, L->mem);
+    if (!s) s = bsk__check_location(L->full_idx, L->mem);
+    if (!s) s = bsk__check_location(L->part_idx, L->mem);
     return s;
 }
 
 bsk_status bsk_attn_layout_validate(const bsk_attn_layout *L)
 {
     bsk_status s = bsk__attn_layout_check_desc(L);
-    if (s || (s = check_layout_location(L))) return s;
+    if (s || (s = bsk__attn_layout_check_location(L))) return s;
     host_lists h;
     if ((s = host_lists_get(L, 0, &h))) return s;
     s = bsk__attn_layout_check_lists(L, h.fc, h.fi, h.pc, h.pi);
@@ -139,7 +130,7 @@ bsk_status bsk_attn_layout_validate(const bsk_attn_layout *L)
 bsk_status bsk_attn_layout_tiles(const bsk_attn_layout *L, int64_t *full, int64_t *partial)
 {
     bsk_status s = bsk__attn_layout_check_desc(L);
-    if (s || (s = check_layout_location(L))) return s;
+    if (s || (s = bsk__attn_layout_check_location(L))) return s;
     host_lists h;
     if ((s = host_lists_get(L, 1, &h))) return s;
     int64_t rows = bsk__attn_layout_rows(L), nf = 0, np = 0;
@@ -210,7 +201,7 @@ bsk_status bsk_attn_layout_clone(const bsk_attn_layout *L, bsk_memory mem, bsk_a
 {
     if (!out) return BSK_ERR_NULL_POINTER;
     bsk_status s = bsk__attn_layout_check_desc(L);
-    if (s || (s = check_layout_location(L))) return s;
+    if (s || (s = bsk__attn_layout_check_location(L))) return s;
     if (mem != BSK_MEM_HOST && mem != BSK_MEM_DEVICE) return BSK_ERR_INVALID_ARGUMENT;
     bsk_attn_layout C;
     s = bsk_attn_layout_alloc(L->seq_q, L->seq_k, L->block_q, L->block_k, L->batch, L->heads, L->capacity, mem, &C);

@@ -77,7 +77,7 @@ bsk_status bsk__check_dense(const bsk_dense *D)
 }
 
 /* The pointers of a descriptor must be where `mem` says; with no CUDA runtime everything is host. */
-static bsk_status check_location(const void *p, bsk_memory want)
+bsk_status bsk__check_location(const void *p, bsk_memory want)
 {
     if (!p) return BSK_SUCCESS;
     bsk_memory got;
@@ -88,13 +88,13 @@ static bsk_status check_location(const void *p, bsk_memory want)
 
 bsk_status bsk__check_bsr_location(const bsk_bsr *A)
 {
-    bsk_status s = check_location(A->row_ptr, A->mem);
-    if (!s) s = check_location(A->col_idx, A->mem);
-    if (!s) s = check_location(A->values, A->mem);
+    bsk_status s = bsk__check_location(A->row_ptr, A->mem);
+    if (!s) s = bsk__check_location(A->col_idx, A->mem);
+    if (!s) s = bsk__check_location(A->values, A->mem);
     return s;
 }
 
-bsk_status bsk__check_dense_location(const bsk_dense *D) { return check_location(D->data, D->mem); }
+bsk_status bsk__check_dense_location(const bsk_dense *D) { return bsk__check_location(D->data, D->mem); }
 
 bsk_status bsk_bsr_validate(const bsk_bsr *A)
 {

@@ -129,4 +129,28 @@ static inline unsigned bsk_grid_for(int64_t items)
     return (unsigned)(items < 1 ? 1 : (items > cap ? cap : items));
 }
 
+/* The problem fields every SpMM argument struct here shares (spmm_args, simt_spmm_args): C = op(A)·B seen as
+   lists of blocks — op N: A's block rows; op T: A's block columns through the transpose index. One place fills
+   them for every kernel family. */
+template <class Args>
+static inline void bsk_spmm_args_fill(Args &a, bsk_op op, const bsk_bsr *A, const bsk_dense *B, const bsk_dense *C)
+{
+    const bool trans = op == BSK_OP_T;
+    a.vals = A->values;
+    a.B = B->data;
+    a.C = C->data;
+    a.ldb = B->ld;
+    a.ldc = C->ld;
+    a.M = C->rows;
+    a.K = B->rows;
+    a.N = C->cols;
+    a.nnzb = A->nnzb;
+    a.bsz = (int64_t)A->block_rows * A->block_cols;
+    a.bc = A->block_cols;
+    a.MB = trans ? A->block_cols : A->block_rows;
+    a.KB = trans ? A->block_rows : A->block_cols;
+    a.nlist = trans ? bsk_bsr_nb(A) : bsk_bsr_mb(A);
+    a.nidx = trans ? bsk_bsr_mb(A) : bsk_bsr_nb(A);
+}
+
 #endif
