@@ -153,4 +153,26 @@ static inline void bsk_spmm_args_fill(Args &a, bsk_op op, const bsk_bsr *A, cons
     a.nidx = trans ? bsk_bsr_mb(A) : bsk_bsr_nb(A);
 }
 
+/* Likewise for the SDDMM argument structs (sddmm_args, simt_sddmm_args). */
+template <class Args>
+static inline void bsk_sddmm_args_fill(Args &a, const bsk_dense *X, const bsk_dense *Y, bsk_bsr *out)
+{
+    a.row_ptr = out->row_ptr;
+    a.col_idx = out->col_idx;
+    a.X = X->data;
+    a.Y = Y->data;
+    a.V = out->values;
+    a.ldx = X->ld;
+    a.ldy = Y->ld;
+    a.M = out->rows;
+    a.K = out->cols;
+    a.D = X->cols;
+    a.mb = bsk_bsr_mb(out);
+    a.nb = bsk_bsr_nb(out);
+    a.nnzb = out->nnzb;
+    a.br = out->block_rows;
+    a.bc = out->block_cols;
+    a.bsz = (int64_t)a.br * a.bc;
+}
+
 #endif
