@@ -28,7 +28,9 @@ GENCODE_PORTABLE = -gencode arch=compute_90a,code=sm_90a -gencode arch=compute_8
 GENCODE_HOPPER   = -gencode arch=compute_90a,code=sm_90a
 NVCCFLAGS ?= -O3 -std=c++17 -lineinfo -Xcompiler -fPIC,-fvisibility=hidden -Iinclude -Isrc \
              --expt-relaxed-constexpr -Xptxas -warn-spills
-ARCH_LIST = sm_80 sm_90a compute_80
+comma := ,
+# What `bsk preflight` reports: the code= targets of the portable gencode list actually built.
+ARCH_LIST = $(patsubst code=%,%,$(filter code=%,$(subst $(comma), ,$(GENCODE_PORTABLE))))
 
 HOST_SRCS := $(wildcard src/core/*.c src/bsr/*.c src/cpu/*.c src/attention/*.c)
 ifeq ($(CUDA),1)
