@@ -33,6 +33,9 @@ bsk_status bsk__check_bsr_indices(int64_t mb, int64_t nb, int64_t nnzb, const in
                                   const int32_t *col_idx);
 /* O(1): dims, ld >= cols, dtype, mem, NULL data (allowed only when rows*cols == 0), alignment. */
 bsk_status bsk__check_dense(const bsk_dense *D);
+/* Whether ctx may run on operands in `m`: device memory needs a device and a non-CPU context (NO_DEVICE /
+   WRONG_LOCATION), host memory a non-CUDA context (WRONG_LOCATION). (src/core/ops.c) */
+bsk_status bsk__check_side(const bsk_context *ctx, bsk_memory m);
 /* `p` (NULL passes) is where `want` says, by the CUDA runtime's account. */
 bsk_status bsk__check_location(const void *p, bsk_memory want);
 /* Pointers are where `mem` says (asks the CUDA runtime; all host without CUDA). */

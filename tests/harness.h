@@ -56,6 +56,12 @@ int64_t bsk_rng_int(bsk_rng *r, int64_t lo, int64_t hi); /* [lo, hi] */
 bsk_rng *bsk_test_rng(void);
 
 
+/* A usable CUDA device: BSK_SUCCESS, BSK_ERR_NO_DEVICE, or another status (tests/util.c). NEED_GPU() skips
+   the test without a device and fails it on any other error. */
+bsk_status bsk_test_gpu_probe(void);
+#define NEED_GPU()                                                                                      \
+    do { bsk_status gs_ = bsk_test_gpu_probe(); if (gs_ == BSK_ERR_NO_DEVICE) SKIP("no CUDA device"); REQUIRE_OK(gs_); } while (0)
+
 /* ---- fixtures and float64 references (tests/util.c) */
 /* A host dense matrix with fresh random values in [-1, 1) (never zero); ld >= cols (ld = cols + pad). */
 bsk_dense bsk_test_dense(int64_t rows, int64_t cols, int64_t pad, bsk_dtype t, bsk_rng *r);

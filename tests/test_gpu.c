@@ -96,16 +96,6 @@ static int dense_up(const bsk_dense *H, int64_t offset, bsk_dense *D, void **bas
     return dev_put(D->data, H->data, bytes);
 }
 
-/* 1 when the device reports one; SKIP/REQUIRE happen in the caller. */
-static bsk_status gpu_probe(void)
-{
-    bsk_context *c = NULL;
-    bsk_status s = bsk_create(&c, BSK_BACKEND_CUDA);
-    if (!s) bsk_destroy(c);
-    return s;
-}
-#define NEED_GPU()                                                                                      \
-    do { bsk_status gs_ = gpu_probe(); if (gs_ == BSK_ERR_NO_DEVICE) SKIP("no CUDA device"); REQUIRE_OK(gs_); } while (0)
 
 static const char *dt_name(bsk_dtype t) { return t == BSK_F32 ? "f32" : t == BSK_F16 ? "f16" : "bf16"; }
 

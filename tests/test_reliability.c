@@ -21,15 +21,6 @@
 
 /* ---------------------------------------------------------------- device plumbing */
 
-static bsk_status gpu_probe(void)
-{
-    bsk_context *c = NULL;
-    bsk_status s = bsk_create(&c, BSK_BACKEND_CUDA);
-    if (!s) bsk_destroy(c);
-    return s;
-}
-#define NEED_GPU()                                                                                      \
-    do { bsk_status gs_ = gpu_probe(); if (gs_ == BSK_ERR_NO_DEVICE) SKIP("no CUDA device"); REQUIRE_OK(gs_); } while (0)
 
 static size_t dense_bytes(const bsk_dense *D) { return (size_t)(D->rows * D->ld) * bsk_dtype_size(D->dtype); }
 static size_t bsr_value_bytes(const bsk_bsr *A)

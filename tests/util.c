@@ -5,6 +5,14 @@
 #include "harness.h"
 #include "../src/internal.h"
 
+bsk_status bsk_test_gpu_probe(void)
+{
+    bsk_context *c = NULL;
+    bsk_status s = bsk_create(&c, BSK_BACKEND_CUDA);
+    if (!s) bsk_destroy(c);
+    return s;
+}
+
 bsk_dense bsk_test_dense(int64_t rows, int64_t cols, int64_t pad, bsk_dtype t, bsk_rng *r)
 {
     bsk_dense D = {rows, cols, cols + pad, t, BSK_MEM_HOST, NULL};

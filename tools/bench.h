@@ -49,6 +49,10 @@ typedef struct bench_state {
 void bench_row_done(bench_state *b, int i);
 /* Flop of one configuration: dense 2·M·N·K, bsk on kept blocks 2·nnzb·b²·(N for spmm, K for sddmm). */
 double bench_dense_flop(const bench_row *r);
+/* Row i's random pattern (rows x cols, its block size, density, pattern, seed + i; values in the dtype the
+   op reads) into *A (host; free with bsk_bsr_free), and its statistics into the row. On failure nothing
+   stays allocated. */
+bsk_status bench_row_pattern(const bench_state *b, int i, int64_t rows, int64_t cols, bsk_bsr *A);
 double bench_sparse_flop(const bench_state *b, const bench_row *r);
 /* Fill fig from a median time (ms) and flop. */
 void bench_fig_time(bench_fig *f, double ms, double flop);

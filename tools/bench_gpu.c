@@ -346,21 +346,14 @@ int bench_gpu(bench_state *b)
             bench_row *r = &b->rows[i];
             r->dense = dense;
             bsk_bsr A = {0}, dA = {0};
-            bsk_bsr_stats st;
             bsk_status bs;
-            if ((bs = bsk_bsr_random(m, b->sddmm ? n : k, (int32_t)r->b, (int32_t)r->b, r->density, (bsk_pattern)r->pattern,
-                                     b->seed + (uint64_t)i, b->sddmm ? b->ot : b->dt, &A)) ||
-                (bs = bsk_bsr_stats_get(&A, &st)) || (bs = bsk_bsr_clone(&A, BSK_MEM_DEVICE, &dA))) {
+            if ((bs = bench_row_pattern(b, i, m, b->sddmm ? n : k, &A)) || (bs = bsk_bsr_clone(&A, BSK_MEM_DEVICE, &dA))) {
                 r->bsk.state = FIG_FAIL;
                 snprintf(r->bsk.note, sizeof r->bsk.note, "setup: %s", bsk_status_string(bs));
                 bsk_bsr_free(&A);
                 bench_row_done(b, i);
                 continue;
             }
-            r->nnzb = A.nnzb;
-            r->row_min = st.row_min;
-            r->row_max = st.row_max;
-            r->density_actual = st.density;
             if (dense.state != FIG_OK) {
                 r->bsk.state = FIG_FAIL;
                 snprintf(r->bsk.note, sizeof r->bsk.note, "no cuBLAS reference");

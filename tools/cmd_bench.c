@@ -225,21 +225,14 @@ static int bench_cpu(bench_state *b)
             bench_row *r = &b->rows[i];
             r->dense = dense;
             bsk_bsr A = {0};
-            bsk_bsr_stats st;
             bsk_dense out = {0};
             void *vals = NULL;
-            if ((s = bsk_bsr_random(m, b->sddmm ? n : k, (int32_t)r->b, (int32_t)r->b, r->density, (bsk_pattern)r->pattern,
-                                    b->seed + (uint64_t)i, b->sddmm ? b->ot : b->dt, &A)) ||
-                (s = bsk_bsr_stats_get(&A, &st))) {
+            if ((s = bench_row_pattern(b, i, m, b->sddmm ? n : k, &A))) {
                 r->bsk.state = FIG_FAIL;
                 snprintf(r->bsk.note, sizeof r->bsk.note, "bsk_bsr_random: %s", bsk_status_string(s));
                 bench_row_done(b, i);
                 continue;
             }
-            r->nnzb = A.nnzb;
-            r->row_min = st.row_min;
-            r->row_max = st.row_max;
-            r->density_actual = st.density;
             cpu_work w = {ctx, b->sddmm, &A, &B, &out, &B, &C, NULL, NULL, NULL, m, n, k};
             size_t vbytes = (size_t)(A.nnzb * A.block_rows * A.block_cols) * bsk_dtype_size(A.dtype);
             if (!b->sddmm) s = cli_dense_new(&out, m, n, b->ot, BSK_MEM_HOST);
@@ -279,6 +272,24 @@ static int bench_cpu(bench_state *b)
 }
 
 /* ---------------------------------------------------------------- command */
+
+bsk_status bench_row_pattern(const bench_state *b, int i, int64_t rows, int64_t cols, bsk_bsr *A)
+{
+    bench_row *r = &b->rows[i];
+    bsk_bsr_stats st;
+    bsk_status s = bsk_bsr_random(rows, cols, (int32_t)r->b, (int32_t)r->b, r->density, (bsk_pattern)r->pattern,
+                                  b->seed + (uint64_t)i, b->sddmm ? b->ot : b->dt, A);
+    if (s) return s;
+    if ((s = bsk_bsr_stats_get(A, &st))) {
+        bsk_bsr_free(A);
+        return s;
+    }
+    r->nnzb = A->nnzb;
+    r->row_min = st.row_min;
+    r->row_max = st.row_max;
+    r->density_actual = st.density;
+    return BSK_SUCCESS;
+}
 
 int cmd_attention(int argc, char **argv); /* tools/cmd_attention.c */
 

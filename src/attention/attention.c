@@ -81,17 +81,6 @@ static int overlaps(const void *a, int64_t abytes, const void *b, int64_t bbytes
 
 static int64_t tensor_bytes(const bsk_attn_tensor *t) { return tensor_span(t) * (int64_t)bsk_dtype_size(t->dtype); }
 
-static bsk_status check_side(const bsk_context *ctx, bsk_memory m)
-{
-    if (m == BSK_MEM_DEVICE) {
-        if (ctx->backend == BSK_BACKEND_CPU) return BSK_ERR_WRONG_LOCATION;
-        if (!ctx->has_device) return BSK_ERR_NO_DEVICE;
-    } else if (ctx->backend == BSK_BACKEND_CUDA) {
-        return BSK_ERR_WRONG_LOCATION;
-    }
-    return BSK_SUCCESS;
-}
-
 static bsk_status check_layout_full(const bsk_attn_layout *L)
 {
     bsk_status s = bsk__attn_layout_check_desc(L);
@@ -135,7 +124,7 @@ bsk_status bsk_attention_forward(bsk_context *ctx, const bsk_attention_params *p
         return BSK_ERR_SHAPE_MISMATCH;
     bsk_memory m = q->mem;
     if (k->mem != m || v->mem != m || o->mem != m || L->mem != m) return BSK_ERR_WRONG_LOCATION;
-    if ((s = check_side(ctx, m))) return s;
+    if ((s = bsk__check_side(ctx, m))) return s;
     if ((s = bsk__check_location(q->data, m)) || (s = bsk__check_location(k->data, m)) || (s = bsk__check_location(v->data, m)) ||
         (s = bsk__check_location(o->data, m)) || (s = bsk__check_location(p->lse, m)))
         return s;
@@ -194,7 +183,7 @@ bsk_status bsk_topk_block_layout(bsk_context *ctx, const bsk_topk_params *p, bsk
     if (out->capacity < (p->top_k < nb ? p->top_k : nb)) return BSK_ERR_SHAPE_MISMATCH;
     bsk_memory m = q->mem;
     if (k->mem != m || out->mem != m) return BSK_ERR_WRONG_LOCATION;
-    if ((s = check_side(ctx, m))) return s;
+    if ((s = bsk__check_side(ctx, m))) return s;
     if ((s = bsk__check_location(q->data, m)) || (s = bsk__check_location(k->data, m))) return s;
     if (p->w_q) {
         if ((s = check_weight(p->w_q, q->dim, m)) || (s = check_weight(p->w_k, q->dim, m))) return s;

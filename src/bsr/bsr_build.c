@@ -59,9 +59,7 @@ static bsk_status build_from_mask(const bsk_dense *d, int32_t br, int32_t bc, co
             k++;
         }
     }
-    memset(out, 0, sizeof *out);
-    out->rows = rows; out->cols = cols; out->block_rows = br; out->block_cols = bc; out->nnzb = nnzb;
-    out->row_ptr = rp; out->col_idx = ci; out->values = vals; out->dtype = d->dtype; out->mem = BSK_MEM_HOST;
+    bsk__bsr_host_out(out, rows, cols, br, bc, nnzb, rp, ci, vals, d->dtype);
     return BSK_SUCCESS;
 }
 
@@ -208,9 +206,7 @@ static bsk_status build_from_triplets(int64_t rows, int64_t cols, int64_t nnz, c
     free(bptr);
     free(order);
     free(acc);
-    memset(out, 0, sizeof *out);
-    out->rows = rows; out->cols = cols; out->block_rows = br; out->block_cols = bc; out->nnzb = nnzb;
-    out->row_ptr = rp; out->col_idx = ci; out->values = values; out->dtype = dt; out->mem = BSK_MEM_HOST;
+    bsk__bsr_host_out(out, rows, cols, br, bc, nnzb, rp, ci, values, dt);
     return BSK_SUCCESS;
 fail:
     free(bptr); free(order); free(rp); free(ci); free(acc); free(values);

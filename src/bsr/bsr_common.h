@@ -4,6 +4,7 @@
 #define BSK_BSR_COMMON_H
 
 #include <stdlib.h>
+#include <string.h>
 #include "../internal.h"
 
 static inline int bsk__dtype_ok(bsk_dtype t) { return t == BSK_F32 || t == BSK_F16 || t == BSK_BF16; }
@@ -45,6 +46,15 @@ static inline bsk_status bsk__check_bsr_host(const bsk_bsr *A)
     if (A->mem != BSK_MEM_HOST) return BSK_ERR_WRONG_LOCATION;
     if ((s = bsk__check_bsr_location(A))) return s;
     return bsk__check_bsr_indices(bsk_bsr_mb(A), bsk_bsr_nb(A), A->nnzb, A->row_ptr, A->col_idx);
+}
+
+/* Hand a newly built host BSR (arrays malloc'd by the builder, freed by bsk_bsr_free) to the caller. */
+static inline void bsk__bsr_host_out(bsk_bsr *out, int64_t rows, int64_t cols, int32_t br, int32_t bc, int64_t nnzb,
+                                     int32_t *rp, int32_t *ci, void *vals, bsk_dtype dt)
+{
+    memset(out, 0, sizeof *out);
+    out->rows = rows; out->cols = cols; out->block_rows = br; out->block_cols = bc; out->nnzb = nnzb;
+    out->row_ptr = rp; out->col_idx = ci; out->values = vals; out->dtype = dt; out->mem = BSK_MEM_HOST;
 }
 
 #endif

@@ -94,10 +94,7 @@ bsk_status bsk_bsr_transpose(const bsk_bsr *A, bsk_bsr *out)
         }
     }
     free(next);
-    memset(out, 0, sizeof *out);
-    out->rows = cols; out->cols = rows; out->block_rows = A->block_cols; out->block_cols = A->block_rows;
-    out->nnzb = nnzb; out->row_ptr = rp; out->col_idx = ci; out->values = vals; out->dtype = A->dtype;
-    out->mem = BSK_MEM_HOST;
+    bsk__bsr_host_out(out, cols, rows, A->block_cols, A->block_rows, nnzb, rp, ci, vals, A->dtype);
     return BSK_SUCCESS;
 }
 

@@ -2,7 +2,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "../internal.h"
+#include "bsr_common.h"
 
 static uint64_t splitmix(uint64_t *s)
 {
@@ -104,8 +104,6 @@ bsk_status bsk_bsr_random(int64_t rows, int64_t cols, int32_t br, int32_t bc, do
                 }
     free(cnt);
     free(perm);
-    memset(out, 0, sizeof *out);
-    out->rows = rows; out->cols = cols; out->block_rows = br; out->block_cols = bc; out->nnzb = nnzb;
-    out->row_ptr = rp; out->col_idx = ci; out->values = vals; out->dtype = dtype; out->mem = BSK_MEM_HOST;
+    bsk__bsr_host_out(out, rows, cols, br, bc, nnzb, rp, ci, vals, dtype);
     return BSK_SUCCESS;
 }

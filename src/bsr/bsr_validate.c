@@ -1,6 +1,6 @@
 /* bsr_validate.c — every structural check on BSR and dense descriptors, in one place. */
 #include <stdlib.h>
-#include "../internal.h"
+#include "bsr_common.h"
 
 int bsk__mul_ok(int64_t a, int64_t b, int64_t *out)
 {
@@ -10,9 +10,7 @@ int bsk__mul_ok(int64_t a, int64_t b, int64_t *out)
     return 1;
 }
 
-static int dtype_ok(bsk_dtype t) { return t == BSK_F32 || t == BSK_F16 || t == BSK_BF16; }
 static int mem_ok(bsk_memory m) { return m == BSK_MEM_HOST || m == BSK_MEM_DEVICE; }
-static int aligned(const void *p, size_t a) { return ((uintptr_t)p & (a - 1)) == 0; }
 
 int64_t bsk_bsr_mb(const bsk_bsr *A)
 {
@@ -27,7 +25,7 @@ int64_t bsk_bsr_nb(const bsk_bsr *A)
 bsk_status bsk__check_bsr_desc(const bsk_bsr *A)
 {
     if (!A) return BSK_ERR_NULL_POINTER;
-    if (!dtype_ok(A->dtype) || !mem_ok(A->mem)) return BSK_ERR_INVALID_ARGUMENT;
+    if (!bsk__dtype_ok(A->dtype) || !mem_ok(A->mem)) return BSK_ERR_INVALID_ARGUMENT;
     if (A->rows < 0 || A->cols < 0 || A->nnzb < 0 || A->block_rows <= 0 || A->block_cols <= 0)
         return BSK_ERR_INVALID_ARGUMENT;
     if (A->rows > BSK_LIMIT_DIM || A->cols > BSK_LIMIT_DIM || A->nnzb > INT32_MAX ||
@@ -39,8 +37,8 @@ bsk_status bsk__check_bsr_desc(const bsk_bsr *A)
     if (!bsk__mul_ok(A->nnzb, (int64_t)A->block_rows * A->block_cols, &elems)) return BSK_ERR_OVERFLOW;
     if (!A->row_ptr) return BSK_ERR_NULL_POINTER;
     if (A->nnzb > 0 && (!A->col_idx || !A->values)) return BSK_ERR_NULL_POINTER;
-    if (!aligned(A->row_ptr, 4) || (A->col_idx && !aligned(A->col_idx, 4)) ||
-        (A->values && !aligned(A->values, bsk_dtype_size(A->dtype))))
+    if (!bsk__aligned(A->row_ptr, 4) || (A->col_idx && !bsk__aligned(A->col_idx, 4)) ||
+        (A->values && !bsk__aligned(A->values, bsk_dtype_size(A->dtype))))
         return BSK_ERR_MISALIGNED;
     return BSK_SUCCESS;
 }
@@ -63,7 +61,7 @@ bsk_status bsk__check_bsr_indices(int64_t mb, int64_t nb, int64_t nnzb, const in
 bsk_status bsk__check_dense(const bsk_dense *D)
 {
     if (!D) return BSK_ERR_NULL_POINTER;
-    if (!dtype_ok(D->dtype) || !mem_ok(D->mem)) return BSK_ERR_INVALID_ARGUMENT;
+    if (!bsk__dtype_ok(D->dtype) || !mem_ok(D->mem)) return BSK_ERR_INVALID_ARGUMENT;
     if (D->rows < 0 || D->cols < 0 || D->ld < 0) return BSK_ERR_INVALID_ARGUMENT;
     if (D->rows > BSK_LIMIT_DIM || D->cols > BSK_LIMIT_DIM) return BSK_ERR_OVERFLOW;
     if (D->ld < D->cols) return BSK_ERR_BAD_LAYOUT;
@@ -71,7 +69,7 @@ bsk_status bsk__check_dense(const bsk_dense *D)
     if (!bsk__mul_ok(D->ld, D->rows, &elems)) return BSK_ERR_OVERFLOW;
     if (D->rows > 0 && D->cols > 0) {
         if (!D->data) return BSK_ERR_NULL_POINTER;
-        if (!aligned(D->data, bsk_dtype_size(D->dtype))) return BSK_ERR_MISALIGNED;
+        if (!bsk__aligned(D->data, bsk_dtype_size(D->dtype))) return BSK_ERR_MISALIGNED;
     }
     return BSK_SUCCESS;
 }

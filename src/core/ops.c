@@ -2,17 +2,22 @@
    is on. Nothing is written before every check has passed. */
 #include "../internal.h"
 
-/* Where the operands live decides the backend; mixing host and device is an error. */
-static bsk_status pick_side(const bsk_context *ctx, bsk_memory m0, bsk_memory m1, bsk_memory m2)
+bsk_status bsk__check_side(const bsk_context *ctx, bsk_memory m)
 {
-    if (m0 != m1 || m0 != m2) return BSK_ERR_WRONG_LOCATION;
-    if (m0 == BSK_MEM_DEVICE) {
+    if (m == BSK_MEM_DEVICE) {
         if (ctx->backend == BSK_BACKEND_CPU) return BSK_ERR_WRONG_LOCATION;
         if (!ctx->has_device) return BSK_ERR_NO_DEVICE;
     } else if (ctx->backend == BSK_BACKEND_CUDA) {
         return BSK_ERR_WRONG_LOCATION;
     }
     return BSK_SUCCESS;
+}
+
+/* Where the operands live decides the backend; mixing host and device is an error. */
+static bsk_status pick_side(const bsk_context *ctx, bsk_memory m0, bsk_memory m1, bsk_memory m2)
+{
+    if (m0 != m1 || m0 != m2) return BSK_ERR_WRONG_LOCATION;
+    return bsk__check_side(ctx, m0);
 }
 
 /* Byte counts are uint64_t: elements < 2^62 (checked) times 4 bytes can pass INT64_MAX. */
