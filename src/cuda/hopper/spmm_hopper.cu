@@ -223,8 +223,3 @@ bsk_status bsk_hopper_spmm(bsk_context *ctx, bsk_op op, float alpha, const bsk_b
     return bf ? launch<Cfg64, BSK_BF16>(ctx, st, A, B, alpha, beta, C, "hopper-wgmma-b64")
               : launch<Cfg64, BSK_F16>(ctx, st, A, B, alpha, beta, C, "hopper-wgmma-b64");
 }
-
-bsk_status bsk_hopper_sddmm(bsk_context *, float, const bsk_dense *, const bsk_dense *, float, bsk_bsr *)
-{
-    return BSK_ERR_UNSUPPORTED;
-}
