@@ -36,16 +36,17 @@ static void *dev_copy(const void *h, size_t bytes)
 
 static size_t dense_bytes(const bsk_dense *D) { return (size_t)(D->rows * D->ld) * bsk_dtype_size(D->dtype); }
 
-/* Run C = alpha*A*B + beta*C on the device for host A (any builder) and compare with the reference.
+/* Run C = alpha*op(A)*B + beta*C on the device for host A (any builder) and compare with the reference.
    Returns the relative error (NaN on any failure, after recording it). */
-static double run_device_case(bsk_test_ctx *t, bsk_context *ctx, const bsk_bsr *A, int64_t N, int64_t padB,
-                              int64_t padC, bsk_dtype ct, float alpha, float beta, int expect_hopper)
+static double run_device_case_op(bsk_test_ctx *t, bsk_context *ctx, bsk_op op, const bsk_bsr *A, int64_t N,
+                                 int64_t padB, int64_t padC, bsk_dtype ct, float alpha, float beta, int expect_hopper)
 {
     bsk_rng *r = bsk_test_rng();
-    bsk_dense B = bsk_test_dense(A->cols, N, padB, A->dtype, r);
-    bsk_dense C = beta != 0.0f ? bsk_test_dense(A->rows, N, padC, ct, r) : bsk_test_dense_poison(A->rows, N, padC, ct);
-    double *ref = (double *)malloc((size_t)(A->rows * N + 1) * sizeof(double));
-    bsk_ref_spmm(BSK_OP_N, alpha, A, &B, beta, &C, ref);
+    const int64_t kr = op == BSK_OP_N ? A->cols : A->rows, cr = op == BSK_OP_N ? A->rows : A->cols;
+    bsk_dense B = bsk_test_dense(kr, N, padB, A->dtype, r);
+    bsk_dense C = beta != 0.0f ? bsk_test_dense(cr, N, padC, ct, r) : bsk_test_dense_poison(cr, N, padC, ct);
+    double *ref = (double *)malloc((size_t)(cr * N + 1) * sizeof(double));
+    bsk_ref_spmm(op, alpha, A, &B, beta, &C, ref);
 
     double err = NAN;
     bsk_bsr dA;
@@ -60,7 +61,7 @@ static double run_device_case(bsk_test_ctx *t, bsk_context *ctx, const bsk_bsr *
         fprintf(stderr, "  device setup failed\n");
         goto done;
     }
-    bsk_status s = bsk_spmm(ctx, BSK_OP_N, alpha, &dA, &dB, beta, &dC);
+    bsk_status s = bsk_spmm(ctx, op, alpha, &dA, &dB, beta, &dC);
     CHECK_STATUS(s, BSK_SUCCESS);
     CHECK_STATUS(bsk_synchronize(ctx), BSK_SUCCESS);
     if (s != BSK_SUCCESS) goto done;
@@ -96,6 +97,12 @@ done:
     bsk_test_dense_free(&B);
     bsk_test_dense_free(&C);
     return err;
+}
+
+static double run_device_case(bsk_test_ctx *t, bsk_context *ctx, const bsk_bsr *A, int64_t N, int64_t padB,
+                              int64_t padC, bsk_dtype ct, float alpha, float beta, int expect_hopper)
+{
+    return run_device_case_op(t, ctx, BSK_OP_N, A, N, padB, padC, ct, alpha, beta, expect_hopper);
 }
 
 static bsk_bsr random_bsr(int64_t M, int64_t K, int b, double d, bsk_pattern pat, bsk_dtype dt)
@@ -454,8 +461,88 @@ BSK_TEST(gpu_hopper_spmm_declines_unaligned)
     bsk_destroy(ctx);
 }
 
+/* Aᵀ·B on the Hopper kernels (transpose index, A read M-major): every block size and dtype pair, alpha/beta,
+   tails on all three dimensions, empty block columns, a skewed pattern, a tiny persistent grid (ring phases
+   across many items), bitwise-equal repeats; an empty pattern goes to the portable path and is still right. */
+BSK_TEST(gpu_hopper_spmm_op_t)
+{
+    bsk_context *ctx = NULL;
+    const char *why = hopper_skip_reason(&ctx);
+    if (why) SKIP(why);
+    struct bsk_hopper_tune_s saved = bsk__hopper_tune;
+    const bsk_dtype ins[2] = {BSK_F16, BSK_BF16}, outs[3] = {BSK_F32, BSK_F16, BSK_BF16};
+    bsk_rng *r = bsk_test_rng();
+    for (int b = 64; b <= 128; b *= 2) {
+        for (int ii = 0; ii < 2; ii++)
+            for (int oi = 0; oi < 3; oi++) {
+                const int64_t M = b * bsk_rng_int(r, 2, 5) + bsk_rng_int(r, 0, b - 1);
+                const int64_t K = b * bsk_rng_int(r, 2, 5) + bsk_rng_int(r, 0, b - 1);
+                const int64_t N = 8 * bsk_rng_int(r, 20, 70);
+                bsk_bsr A = random_bsr(M, K, b, 0.45, BSK_PATTERN_UNIFORM, ins[ii]);
+                const float alpha = 2.0f * bsk_rng_sym(r), beta = (oi + ii) % 2 ? bsk_rng_sym(r) : 0.0f;
+                run_device_case_op(t, ctx, BSK_OP_T, &A, N, 8, 8, outs[oi], alpha, beta, 1);
+                bsk_bsr_free(&A);
+            }
+        /* odd N (the last column alone), empty block columns, skewed rows, no blocks */
+        const int64_t M = 6 * b - 5, K = 5 * b + 9, mb = (M + b - 1) / b, nb = (K + b - 1) / b;
+        bsk_dense D = bsk_test_dense(M, K, 0, BSK_F16, r);
+        uint8_t *mask = (uint8_t *)calloc((size_t)(mb * nb), 1);
+        for (int64_t i = 0; i < mb; i++)
+            for (int64_t j = 0; j < nb; j++) mask[i * nb + j] = (j % 2 == 1) ? 0 : (bsk_rng_uniform(r) < 0.7);
+        bsk_bsr E, Z;
+        REQUIRE_OK(bsk_bsr_from_mask(&D, b, b, mask, &E));
+        memset(mask, 0, (size_t)(mb * nb));
+        REQUIRE_OK(bsk_bsr_from_mask(&D, b, b, mask, &Z));
+        const int64_t No = 2 * bsk_rng_int(r, 60, 150) + 1;
+        run_device_case_op(t, ctx, BSK_OP_T, &E, No, 8 - No % 8, 8 - No % 8, BSK_F32, 1.5f, 0.0f, 1);
+        run_device_case_op(t, ctx, BSK_OP_T, &E, 264, 0, 0, BSK_F16, 1.0f, 0.0f, 1); /* TMA-store epilogue */
+        run_device_case_op(t, ctx, BSK_OP_T, &E, 264, 0, 0, BSK_BF16, 1.0f, -0.5f, 1);
+        run_device_case_op(t, ctx, BSK_OP_T, &Z, 136, 0, 0, BSK_F16, 1.0f, 0.25f, 0);
+        bsk_bsr S = random_bsr(14 * b, 9 * b, b, 0.3, BSK_PATTERN_SKEWED, BSK_BF16);
+        run_device_case_op(t, ctx, BSK_OP_T, &S, 392, 0, 0, BSK_BF16, 0.75f, 0.0f, 1);
+        bsk__hopper_tune.max_ctas = 3;
+        run_device_case_op(t, ctx, BSK_OP_T, &S, 520, 0, 0, BSK_F32, 0.75f, 0.5f, 1);
+        run_device_case_op(t, ctx, BSK_OP_T, &S, 520, 0, 0, BSK_F16, 0.75f, 0.0f, 1);
+        bsk__hopper_tune = saved;
+        /* determinism: the same call twice gives the same bytes */
+        {
+            bsk_dense B = bsk_test_dense(S.rows, 256, 0, S.dtype, r);
+            bsk_dense C = bsk_test_dense_poison(S.cols, 256, 0, BSK_F32);
+            bsk_bsr dS;
+            memset(&dS, 0, sizeof dS);
+            bsk_dense dB = B, dC = C;
+            dB.mem = dC.mem = BSK_MEM_DEVICE;
+            dB.data = dev_copy(B.data, dense_bytes(&B));
+            dC.data = dev_copy(C.data, dense_bytes(&C));
+            void *h1 = malloc(dense_bytes(&C)), *h2 = malloc(dense_bytes(&C));
+            REQUIRE(dB.data && dC.data && h1 && h2);
+            REQUIRE_OK(bsk_bsr_clone(&S, BSK_MEM_DEVICE, &dS));
+            CHECK_STATUS(bsk_spmm(ctx, BSK_OP_T, 1.0f, &dS, &dB, 0.0f, &dC), BSK_SUCCESS);
+            CHECK(cudaMemcpy(h1, dC.data, dense_bytes(&C), cudaMemcpyDeviceToHost) == cudaSuccess);
+            CHECK_STATUS(bsk_spmm(ctx, BSK_OP_T, 1.0f, &dS, &dB, 0.0f, &dC), BSK_SUCCESS);
+            CHECK(cudaMemcpy(h2, dC.data, dense_bytes(&C), cudaMemcpyDeviceToHost) == cudaSuccess);
+            CHECK(strncmp(bsk_last_kernel(ctx), "hopper-wgmma", 12) == 0);
+            CHECK(memcmp(h1, h2, dense_bytes(&C)) == 0);
+            free(h1);
+            free(h2);
+            cudaFree(dB.data);
+            cudaFree(dC.data);
+            bsk_bsr_free(&dS);
+            bsk_test_dense_free(&B);
+            bsk_test_dense_free(&C);
+        }
+        bsk_bsr_free(&S);
+        bsk_bsr_free(&E);
+        bsk_bsr_free(&Z);
+        free(mask);
+        bsk_test_dense_free(&D);
+    }
+    bsk_destroy(ctx);
+}
+
 #else /* built without CUDA: the tests exist and skip */
 BSK_TEST(gpu_hopper_spmm_dtypes_blocks) { SKIP("built without CUDA"); }
+BSK_TEST(gpu_hopper_spmm_op_t) { SKIP("built without CUDA"); }
 BSK_TEST(gpu_hopper_spmm_b64_modes) { SKIP("built without CUDA"); }
 BSK_TEST(gpu_hopper_spmm_long_rows_prefetch) { SKIP("built without CUDA"); }
 #endif

@@ -29,6 +29,11 @@ typedef Cfg<64, 128, 4, true> Cfg64t;          /* the same, 4 stages + 32 KB sta
 typedef Cfg<64, 256, 3, false> Cfg64w;         /* split: tile 64 x 512, 72 KB stages (experiment)               */
 typedef Cfg<64, 256, 4, false, 1, true> Cfg64p;  /* paired rows: tile 128 x 256, <= 48 KB stages, direct epilogue */
 typedef Cfg<64, 256, 3, true, 1, true> Cfg64pt;  /* the same, 3 stages + 64 KB staging                          */
+/* op T (C = Aᵀ·B) through the transpose index: the b128 and paired-b64 shapes above with A read M-major */
+typedef Cfg<128, 256, 4, false, 1, false, true> Cfg128T;
+typedef Cfg<128, 256, 3, true, 1, false, true> Cfg128tT;
+typedef Cfg<64, 256, 4, false, 1, true, true> Cfg64pT;
+typedef Cfg<64, 256, 3, true, 1, true, true> Cfg64ptT;
 
 template <class CF, int DT>
 static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, const bsk_bsr *A, const bsk_dense *B,
@@ -37,7 +42,8 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, cons
     cudaStream_t stream = (cudaStream_t)ctx->stream;
     if ((size_t)CF::SMEM > st->smem_optin) return BSK_ERR_UNSUPPORTED;
     const int64_t M = C->rows, N = C->cols, K = B->rows;
-    const int64_t mb = bsk_bsr_mb(A), nb = bsk_bsr_nb(A);
+    /* op T: the units are A's block columns and the K blocks its block rows */
+    const int64_t mb = CF::TRANS ? bsk_bsr_nb(A) : bsk_bsr_mb(A), nb = CF::TRANS ? bsk_bsr_mb(A) : bsk_bsr_nb(A);
     const int64_t mu = CF::PAIR ? (mb + 1) / 2 : mb;                                  /* units */
     const int64_t nt = ((N + CF::BN - 1) / CF::BN + CF::CLUSTER - 1) / CF::CLUSTER; /* items per unit */
     /* TMA coordinates, block indices and the item counter are 32-bit: leave giant shapes to the portable path. */
@@ -50,8 +56,8 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, cons
     /* With no blocks there is nothing to load; any valid 16-byte-aligned address keeps the map legal. */
     const void *vals = A->nnzb ? A->values : B->data;
     const uint64_t nblk = A->nnzb ? (uint64_t)A->nnzb : 1u;
-    /* In a cluster each CTA loads (and multicasts) 64 rows of A's panel. */
-    const uint32_t a_box_rows = CF::CLUSTER > 1 ? 64u : (uint32_t)CF::BM;
+    /* In a cluster each CTA loads (and multicasts) 64 rows of A's panel; op T loads 64 x 64 boxes. */
+    const uint32_t a_box_rows = CF::CLUSTER > 1 || CF::TRANS ? 64u : (uint32_t)CF::BM;
     if ((s = bsk_hopper_tmap_3d(&tmA, vals, A->dtype, nblk, CF::BM, CF::BM, a_box_rows, 64))) return s;
     if ((s = bsk_hopper_tmap_2d(&tmB, B->data, B->dtype, (uint64_t)K, (uint64_t)N, (uint64_t)B->ld, 64, 64))) return s;
     if (!CF::EPI) tmC = tmB; /* unused */
@@ -60,7 +66,7 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, cons
     /* L2 prefetch: whole blocks and 256-column B panels per instruction (unswizzled maps). The lead in
        blocks per list: the stage lead over the stages per block, at most 32 (the producer's index window). */
     const int pf_stages = bsk__hopper_tune.pf < 0 ? 0 : bsk__hopper_tune.pf > 0 ? bsk__hopper_tune.pf : PF_STAGES_DEFAULT;
-    int pf = (pf_stages + CF::KSUB - 1) / CF::KSUB;
+    int pf = CF::TRANS ? 0 : (pf_stages + CF::KSUB - 1) / CF::KSUB;
     if (pf > 32) pf = 32;
     if (pf > 0) {
         const uint32_t pb_cols = N >= 256 ? 256u : (uint32_t)((N + 7) / 8 * 8);
@@ -71,6 +77,11 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, cons
     }
     if (pf == 0) tmPA = tmPB = tmB; /* unused */
     bsk__hopper_tune.out_pf = pf;
+
+    /* op T: the transpose index (built on this stream, or cached), the units' "row pointer" and lists */
+    bsk_tindex ti = {NULL, NULL, NULL, -1};
+    if (CF::TRANS && (s = bsk_cuda_tindex_get(ctx, A, &ti))) return s;
+    const int32_t *units_ptr = CF::TRANS ? ti.t_ptr : A->row_ptr, *units_idx = CF::TRANS ? ti.t_row : A->col_idx;
 
     void *ws = NULL;
     if ((s = bsk_cuda_workspace(ctx, 256 + (size_t)mu * (sizeof(int4) + sizeof(int2)), &ws))) return s;
@@ -89,7 +100,8 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, cons
     p.sorted = sorted;
     p.bandinfo = bandinfo;
     p.counter = counter;
-    p.col_idx = A->col_idx;
+    p.col_idx = units_idx;
+    p.blk_idx = CF::TRANS ? ti.t_blk : NULL;
     p.C = C->data;
     p.ldc = C->ld;
     p.ctype = (int)C->dtype;
@@ -146,7 +158,7 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, cons
     if (grid < CF::CLUSTER) grid = CF::CLUSTER;
 
     const int cls = bsk__hopper_tune.classes == 1 ? 0 : bsk__hopper_tune.classes == 2 ? 2 : 1;
-    spmm_prep_kernel<<<1, 1024, 0, stream>>>(A->row_ptr, (int)mb, (int)A->nnzb, CF::PAIR ? 1 : 0, (int)band, cls,
+    spmm_prep_kernel<<<1, 1024, 0, stream>>>(units_ptr, (int)mb, (int)A->nnzb, CF::PAIR ? 1 : 0, (int)band, cls,
                                              sorted, bandinfo, counter);
     if ((s = BSK_CUDA_LAUNCH_CHECK())) return s;
 
@@ -158,6 +170,7 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, cons
     }
     cfg.numAttrs = (unsigned)na;
     e = cudaLaunchKernelEx(&cfg, spmm_kernel<CF, DT>, tmA, tmB, tmC, tmPA, tmPB, p);
+    if (CF::TRANS) bsk_cuda_tindex_done(ctx, &ti);
     if (e != cudaSuccess) { (void)cudaGetLastError(); return bsk_cuda_status(e); }
     ctx->last_kernel = name;
     return BSK_SUCCESS;
@@ -171,7 +184,6 @@ bsk_status bsk_hopper_spmm(bsk_context *ctx, bsk_op op, float alpha, const bsk_b
     const struct bsk_cuda_state *st = bsk_cuda_state_get(ctx);
     if (!st) return BSK_ERR_OUT_OF_MEMORY;
     if (st->cc_major != 9 || st->cc_minor != 0) return BSK_ERR_UNSUPPORTED; /* sm_90a code only */
-    if (op != BSK_OP_N) return BSK_ERR_UNSUPPORTED;
     const int b = A->block_rows;
     if (b != A->block_cols || (b != 64 && b != 128)) return BSK_ERR_UNSUPPORTED;
     if ((A->dtype != BSK_F16 && A->dtype != BSK_BF16) || B->dtype != A->dtype) return BSK_ERR_UNSUPPORTED;
@@ -188,6 +200,20 @@ bsk_status bsk_hopper_spmm(bsk_context *ctx, bsk_op op, float alpha, const bsk_b
        be a multiple of 8 elements. */
     const int tma_epi = bsk__hopper_tune.epi == 0 && C->dtype != BSK_F32 && beta == 0.0f && C->cols % 8 == 0;
     bsk_status s;
+    if (op == BSK_OP_T) {
+        /* Aᵀ·B: the b128 and paired-b64 kernels over the transpose index (an empty pattern, which has no
+           index, is left to the portable path: it only scales C) */
+        if (A->nnzb == 0) return BSK_ERR_UNSUPPORTED;
+        if (b == 128)
+            return tma_epi ? (bf ? launch<Cfg128tT, BSK_BF16>(ctx, st, A, B, alpha, beta, C, "hopper-wgmma-b128t")
+                                 : launch<Cfg128tT, BSK_F16>(ctx, st, A, B, alpha, beta, C, "hopper-wgmma-b128t"))
+                           : (bf ? launch<Cfg128T, BSK_BF16>(ctx, st, A, B, alpha, beta, C, "hopper-wgmma-b128t")
+                                 : launch<Cfg128T, BSK_F16>(ctx, st, A, B, alpha, beta, C, "hopper-wgmma-b128t"));
+        return tma_epi ? (bf ? launch<Cfg64ptT, BSK_BF16>(ctx, st, A, B, alpha, beta, C, "hopper-wgmma-b64pt")
+                             : launch<Cfg64ptT, BSK_F16>(ctx, st, A, B, alpha, beta, C, "hopper-wgmma-b64pt"))
+                       : (bf ? launch<Cfg64pT, BSK_BF16>(ctx, st, A, B, alpha, beta, C, "hopper-wgmma-b64pt")
+                             : launch<Cfg64pT, BSK_F16>(ctx, st, A, B, alpha, beta, C, "hopper-wgmma-b64pt"));
+    }
     if (b == 128) {
         const int cl = bsk__hopper_tune.cluster == 1 || (bsk__hopper_tune.cluster == 0 && CLUSTER_DEFAULT);
         if (bsk__hopper_tune.cluster == 3) {

@@ -46,6 +46,9 @@ struct SpmmParams {
     const int2 *bandinfo;   /* per rank: {first rank, units} of the band holding that rank            */
     unsigned *counter;      /* work-queue head, zeroed by the prep kernel                           */
     const int32_t *col_idx;
+    const int32_t *blk_idx; /* TRANS (op T): the value block of each list entry (the transpose index's t_blk,
+                               col_idx is then its t_row: the block row = K block); NULL for op N, where
+                               entry k is value block k                                          */
     void *C;
     int64_t ldc;
     int ctype;              /* bsk_dtype of C                                                       */
@@ -76,8 +79,14 @@ enum { META_SKIP0 = 1, META_SKIP1 = 2, META_SKIP = 3, META_END = 4, META_LAST = 
    panels. A stage slot is free for a producer when the consumers of both CTAs have released it (each
    consumer warp arrives on both CTAs' empty barriers). Per SM and stage: 8 + 32 KB from L2 instead of 48.
    PAIR (BM = 64 only): the tile is two block rows x WGN columns, one block row per consumer; a stage holds
-   one B panel (64 x WGN) and the A blocks of the rows that have that column (8 KB each). */
-template <int BM_, int WGN_, int STAGES_, bool EPI_, int CLUSTER_ = 1, bool PAIR_ = false> struct Cfg {
+   one B panel (64 x WGN) and the A blocks of the rows that have that column (8 KB each).
+   TRANS (op T, C = Aᵀ·B): units are A's block columns, walked through the transpose index (t_ptr as the
+   row pointer, t_row as the column list, t_blk naming the value block), so no value moves. A block of Aᵀ is
+   a stored block read M-major: TMA loads it as 64 x 64 boxes (64 stored rows = 64 K of Aᵀ, 64 stored
+   columns = 64 rows of Aᵀ), exactly the layout of a B panel, and wgmma reads it with trans-a = 1 and the
+   B-panel descriptor (16 K rows = 2048 bytes per k16 step, 8-row groups 1024 bytes apart). */
+template <int BM_, int WGN_, int STAGES_, bool EPI_, int CLUSTER_ = 1, bool PAIR_ = false, bool TRANS_ = false>
+struct Cfg {
     static constexpr int BM = BM_;                   /* block size                                    */
     static constexpr int WGN = WGN_;                 /* wgmma N per consumer warpgroup               */
     static constexpr int STAGES = STAGES_;
@@ -85,6 +94,8 @@ template <int BM_, int WGN_, int STAGES_, bool EPI_, int CLUSTER_ = 1, bool PAIR
     static constexpr int CLUSTER = CLUSTER_;         /* CTAs sharing A (1 or 2)                       */
     static constexpr bool PAIR = PAIR_;              /* two block rows per tile                      */
     static_assert(!PAIR_ || (BM_ == 64 && WGN_ == 256 && CLUSTER_ == 1), "PAIR: BM 64, WGN 256, no cluster");
+    static constexpr bool TRANS = TRANS_;            /* op T: tiles of Aᵀ (see the TRANS note above)   */
+    static_assert(!TRANS_ || CLUSTER_ == 1, "TRANS: no cluster");
     static constexpr int TM = PAIR_ ? 2 * BM_ : BM_; /* rows of a tile                               */
     static constexpr bool SPLIT_N = (BM_ == 64 && !PAIR_); /* split BM 64: the consumers split the columns */
     static constexpr int BN = SPLIT_N ? 2 * WGN_ : WGN_;
@@ -307,20 +318,20 @@ __device__ __forceinline__ void stage_tile(const float *acc, uint32_t cbuf, int 
 }
 /* ---------------------------------------------------------------- main kernel */
 
-template <int WGN, int DT> struct Mma;
-template <> struct Mma<256, BSK_F16> {
-    static __device__ __forceinline__ void run(float *d, uint64_t a, uint64_t b) { wgmma_m64n256k16_f16(d, a, b, 1); }
+/* TA = 1: A is read M-major (the blocks of Aᵀ as stored). */
+template <int WGN, int DT, int TA> struct Mma;
+template <int TA> struct Mma<256, BSK_F16, TA> {
+    static __device__ __forceinline__ void run(float *d, uint64_t a, uint64_t b) { wgmma_m64n256k16_f16<TA, 1>(d, a, b, 1); }
 };
-template <> struct Mma<256, BSK_BF16> {
-    static __device__ __forceinline__ void run(float *d, uint64_t a, uint64_t b) { wgmma_m64n256k16_bf16(d, a, b, 1); }
+template <int TA> struct Mma<256, BSK_BF16, TA> {
+    static __device__ __forceinline__ void run(float *d, uint64_t a, uint64_t b) { wgmma_m64n256k16_bf16<TA, 1>(d, a, b, 1); }
 };
-template <> struct Mma<128, BSK_F16> {
-    static __device__ __forceinline__ void run(float *d, uint64_t a, uint64_t b) { wgmma_m64n128k16_f16(d, a, b, 1); }
+template <int TA> struct Mma<128, BSK_F16, TA> {
+    static __device__ __forceinline__ void run(float *d, uint64_t a, uint64_t b) { wgmma_m64n128k16_f16<TA, 1>(d, a, b, 1); }
 };
-template <> struct Mma<128, BSK_BF16> {
-    static __device__ __forceinline__ void run(float *d, uint64_t a, uint64_t b) { wgmma_m64n128k16_bf16(d, a, b, 1); }
+template <int TA> struct Mma<128, BSK_BF16, TA> {
+    static __device__ __forceinline__ void run(float *d, uint64_t a, uint64_t b) { wgmma_m64n128k16_bf16<TA, 1>(d, a, b, 1); }
 };
-
 
 /* Registers per thread after setmaxnreg: 128 x PRODUCER + 256 x CONSUMER must not exceed what the CTA got
    at launch (384 x 168 = 64512). */
@@ -373,7 +384,7 @@ __global__ void __launch_bounds__(384, 1)
         if (warp == 0) {
             uint32_t s = 0, ph = 0, ci = 0, cph = 0;
             const unsigned nt = (unsigned)p.nt, total = p.total_items;
-            const int D = p.pf;
+            const int D = CF::TRANS ? 0 : p.pf; /* no L2 prefetch for op T (off by default anyway) */
             const uint64_t pol_a = l2_policy_evict_last(); /* used only with p.l2hint */
             /* Items: CTA 0's lane 0 takes them from the queue (fetch, one item ahead); in a cluster it hands each
                to CTA 1 through the channel (exchange), whose producer then walks the same blocks. */
@@ -427,6 +438,11 @@ __global__ void __launch_bounds__(384, 1)
             /* lane l holds col_idx[base + l] (or -1 past end) */
             auto chunk = [&](int base, int end) -> int { return base + lane < end ? __ldg(p.col_idx + base + lane) : -1; };
             auto chunk_b = [&](int base, int end) -> int { return CF::PAIR ? chunk(base, end) : -1; };
+            /* TRANS: lane l holds blk_idx[base + l], the value block of that entry (op N: unused, constant) */
+            auto vchunk = [&](int base, int end) -> int {
+                return CF::TRANS && base + lane < end ? __ldg(p.blk_idx + base + lane) : 0;
+            };
+            auto vchunk_b = [&](int base, int end) -> int { return CF::PAIR ? vchunk(base, end) : 0; };
             auto tile_n0 = [&](const Item &it) -> int { return (it.ntile * CF::CLUSTER + (int)rank) * CF::BN; };
             /* L2 prefetch of block `blk` (block column j) and its B panel at N offset n0 (lane 0 issues) */
             auto pf_block = [&](int blk, int j, int n0) {
@@ -453,12 +469,14 @@ __global__ void __launch_bounds__(384, 1)
 
             unsigned t = exchange(fetch());
             Item it = {0, 0, 0, 0, 0, 0};
-            int ca = -1, cb = -1;
+            int ca = -1, cb = -1, va = 0, vb = 0;
             if (t < total) {
                 const int2 bi = band_of(t);
                 it = make_item(t, bi, entry_of(t, bi));
                 ca = chunk(it.ka, it.ea);
                 cb = chunk_b(it.kb, it.eb);
+                va = vchunk(it.ka, it.ea);
+                vb = vchunk_b(it.kb, it.eb);
                 if (D > 0) pf_first(it, ca, cb);
             }
             for (;;) {
@@ -473,7 +491,7 @@ __global__ void __launch_bounds__(384, 1)
                 int2 nbi = make_int2(0, 1);
                 int4 ne = make_int4(0, 0, 0, 0);
                 Item nit = {0, 0, 0, 0, 0, 0};
-                int nca = -1, ncb = -1;
+                int nca = -1, ncb = -1, nva = 0, nvb = 0;
                 auto look = [&]() {
                     if (la == 0) {
                         tn = exchange(pend);
@@ -485,6 +503,8 @@ __global__ void __launch_bounds__(384, 1)
                             nit = make_item(tn, nbi, ne);
                             nca = chunk(nit.ka, nit.ea);
                             ncb = chunk_b(nit.kb, nit.eb);
+                            nva = vchunk(nit.ka, nit.ea);
+                            nvb = vchunk_b(nit.kb, nit.eb);
                         }
                     } else if (la == 3) {
                         if (D > 0 && tn < total) pf_first(nit, nca, ncb);
@@ -494,17 +514,33 @@ __global__ void __launch_bounds__(384, 1)
                 const int n0 = tile_n0(it);
                 int ka = it.ka, kb = it.kb, baseA = ka, baseB = kb, done = 0;
                 int ca2 = chunk(baseA + 32, it.ea), cb2 = chunk_b(baseB + 32, it.eb);
+                int va2 = vchunk(baseA + 32, it.ea), vb2 = vchunk_b(baseB + 32, it.eb);
                 if (ka >= it.ea && kb >= it.eb) { /* no blocks: one empty stage, the epilogue writes alpha*0 */
                     if (lane == 0) open_stage(make_int4(it.unit, it.ntile, 0, META_SKIP | META_LAST), 0);
                     if (++s == CF::STAGES) { s = 0; ph ^= 1; }
                 }
                 while (ka < it.ea || kb < it.eb) {
-                    if (ka - baseA == 32) { baseA += 32; ca = ca2; ca2 = chunk(baseA + 32, it.ea); }
-                    if (kb - baseB == 32) { baseB += 32; cb = cb2; cb2 = chunk_b(baseB + 32, it.eb); }
-                    const int va = __shfl_sync(0xffffffffu, ca, (ka - baseA) & 31);
-                    const int vb = __shfl_sync(0xffffffffu, cb, (kb - baseB) & 31);
+                    if (ka - baseA == 32) {
+                        baseA += 32;
+                        ca = ca2;
+                        ca2 = chunk(baseA + 32, it.ea);
+                        va = va2;
+                        va2 = vchunk(baseA + 32, it.ea);
+                    }
+                    if (kb - baseB == 32) {
+                        baseB += 32;
+                        cb = cb2;
+                        cb2 = chunk_b(baseB + 32, it.eb);
+                        vb = vb2;
+                        vb2 = vchunk_b(baseB + 32, it.eb);
+                    }
+                    const int xa = __shfl_sync(0xffffffffu, ca, (ka - baseA) & 31);
+                    const int xb = __shfl_sync(0xffffffffu, cb, (kb - baseB) & 31);
+                    /* the value blocks to load: entry k itself (op N), or the transpose index's t_blk[k] */
+                    const int vblkA = CF::TRANS ? __shfl_sync(0xffffffffu, va, (ka - baseA) & 31) : ka;
+                    const int vblkB = CF::TRANS ? __shfl_sync(0xffffffffu, vb, (kb - baseB) & 31) : kb;
                     const bool hasA = ka < it.ea, hasB = kb < it.eb;
-                    const int ja = hasA ? va : INT_MAX, jb = hasB ? vb : INT_MAX;
+                    const int ja = hasA ? xa : INT_MAX, jb = hasB ? xb : INT_MAX;
                     const int j = min(ja, jb);               /* merge: the smaller column goes first */
                     const bool inA = hasA && ja == j, inB = hasB && jb == j;
                     const int blkA = ka, blkB = kb;
@@ -528,12 +564,16 @@ __global__ void __launch_bounds__(384, 1)
                                 const uint32_t bdst = sbase + CF::B_OFF + s * CF::B_BYTES;
                                 if (CF::PAIR) { /* each row's 64 x 64 block into its consumer's half */
                                     if (p.l2hint) {
-                                        if (inA) tma_load_3d_hint(adst, &tmA, fb, 0, 0, blkA, pol_a);
-                                        if (inB) tma_load_3d_hint(adst + 64u * 128u, &tmA, fb, 0, 0, blkB, pol_a);
+                                        if (inA) tma_load_3d_hint(adst, &tmA, fb, 0, 0, vblkA, pol_a);
+                                        if (inB) tma_load_3d_hint(adst + 64u * 128u, &tmA, fb, 0, 0, vblkB, pol_a);
                                     } else {
-                                        if (inA) tma_load_3d(adst, &tmA, fb, 0, 0, blkA);
-                                        if (inB) tma_load_3d(adst + 64u * 128u, &tmA, fb, 0, 0, blkB);
+                                        if (inA) tma_load_3d(adst, &tmA, fb, 0, 0, vblkA);
+                                        if (inB) tma_load_3d(adst + 64u * 128u, &tmA, fb, 0, 0, vblkB);
                                     }
+                                } else if (CF::TRANS) { /* Aᵀ's 64-row panels: stored columns 64q.., rows h*64.. */
+#pragma unroll
+                                    for (int q = 0; q < CF::BM / 64; ++q)
+                                        tma_load_3d(adst + q * 8192u, &tmA, fb, 64 * q, h * 64, vblkA);
                                 } else if (CL) /* my 64 rows of A's panel, into both CTAs */
                                     tma_load_3d_mc(adst + rank * 64u * 128u, &tmA, fb, h * 64, (int)rank * 64, blkA,
                                                    (uint16_t)3);
@@ -564,6 +604,8 @@ __global__ void __launch_bounds__(384, 1)
                 it = nit;
                 ca = nca;
                 cb = ncb;
+                va = nva;
+                vb = nvb;
             }
         }
     } else {
@@ -609,8 +651,9 @@ __global__ void __launch_bounds__(384, 1)
                     wgmma_fence();
 #pragma unroll
                     for (int k = 0; k < 4; ++k)
-                        Mma<CF::WGN, DT>::run(acc, smem_desc(a_addr + 32 * k, 16, 1024),
-                                              smem_desc(b_addr + 2048 * k, p.b_lbo, p.b_sbo));
+                        Mma<CF::WGN, DT, CF::TRANS ? 1 : 0>::run(
+                            acc, CF::TRANS ? smem_desc(a_addr + 2048 * k, 8192, 1024) : smem_desc(a_addr + 32 * k, 16, 1024),
+                            smem_desc(b_addr + 2048 * k, p.b_lbo, p.b_sbo));
                     wgmma_commit();
                     wgmma_wait<0>();
                 }
