@@ -296,10 +296,23 @@ BSK_TEST(gpu_rel_nan_inf_propagate)
 
 static const int32_t stress_blocks[] = {8, 16, 24, 32, 64, 128};
 
-static void pick_block(bsk_rng *rng, int32_t *br, int32_t *bc)
+/* tc = 1: problems the tensor-core kernels take (square blocks 16..128 — mostly 64 / 128, the Hopper
+   sizes —, 16-bit inputs, leading dimensions that keep TMA's 16-byte rules); tc = 0: anything. */
+static void pick_block(bsk_rng *rng, int tc, int32_t *br, int32_t *bc)
 {
+    if (tc) {
+        *br = *bc = stress_blocks[bsk_rng_uniform(rng) < 0.75 ? bsk_rng_int(rng, 4, 5) : bsk_rng_int(rng, 1, 3)];
+        if (*br == 24) *br = *bc = 32;
+        return;
+    }
     *br = stress_blocks[bsk_rng_int(rng, 0, 5)];
     *bc = bsk_rng_uniform(rng) < 0.8 ? *br : stress_blocks[bsk_rng_int(rng, 0, 5)];
+}
+/* a leading-dimension pad: tc keeps ld a multiple of 8 elements when the columns are */
+static int64_t pick_pad(bsk_rng *rng, int tc, int64_t cols)
+{
+    if (tc) return cols % 8 ? 8 - cols % 8 : bsk_rng_uniform(rng) < 0.3 ? 8 : 0;
+    return bsk_rng_uniform(rng) < 0.3 ? bsk_rng_int(rng, 1, 9) : 0;
 }
 static double pick_density(bsk_rng *rng)
 {
@@ -307,22 +320,23 @@ static double pick_density(bsk_rng *rng)
     return u < 0.1 ? 0.0 : u < 0.2 ? 1.0 : bsk_rng_uniform(rng);
 }
 static bsk_dtype pick_dtype(bsk_rng *rng) { return (bsk_dtype)bsk_rng_int(rng, 0, 2); }
+static bsk_dtype pick_dtype16(bsk_rng *rng) { return bsk_rng_int(rng, 0, 1) ? BSK_F16 : BSK_BF16; }
 
 /* One random SpMM problem; returns 1 when it passed. */
-static int stress_spmm_one(bsk_test_ctx *t, bsk_context *ctx, int gpu, int64_t maxdim, kernel_seen *seen)
+static int stress_spmm_one(bsk_test_ctx *t, bsk_context *ctx, int gpu, int tc, int64_t maxdim, kernel_seen *seen)
 {
     bsk_rng *rng = bsk_test_rng();
     bsk_op op = (bsk_op)bsk_rng_int(rng, 0, 1);
     int64_t m = bsk_rng_int(rng, 1, maxdim), n = bsk_rng_int(rng, 1, maxdim), k = bsk_rng_int(rng, 1, maxdim);
     int32_t br, bc;
-    pick_block(rng, &br, &bc);
+    pick_block(rng, tc, &br, &bc);
     double density = pick_density(rng);
     bsk_pattern pat = (bsk_pattern)bsk_rng_int(rng, 0, 1);
-    bsk_dtype in = pick_dtype(rng), out = pick_dtype(rng);
+    bsk_dtype in = tc ? pick_dtype16(rng) : pick_dtype(rng), out = pick_dtype(rng);
     float alpha = bsk_rng_uniform(rng) < 0.05 ? 0.0f : 2.0f * bsk_rng_sym(rng);
     float beta = bsk_rng_uniform(rng) < 0.4 ? 0.0f : bsk_rng_sym(rng);
-    int64_t padb = bsk_rng_uniform(rng) < 0.3 ? bsk_rng_int(rng, 1, 9) : 0;
-    int64_t padc = bsk_rng_uniform(rng) < 0.3 ? bsk_rng_int(rng, 1, 9) : 0;
+    int64_t padb = pick_pad(rng, tc, n);
+    int64_t padc = pick_pad(rng, tc, n);
     int64_t arows = op == BSK_OP_N ? m : k, acols = op == BSK_OP_N ? k : m;
     bsk_bsr A;
     bsk_status s = bsk_bsr_random(arows, acols, br, bc, density, pat, bsk_rng_next(rng), in, &A);
@@ -368,19 +382,19 @@ static int stress_spmm_one(bsk_test_ctx *t, bsk_context *ctx, int gpu, int64_t m
 }
 
 /* One random SDDMM problem; returns 1 when it passed. */
-static int stress_sddmm_one(bsk_test_ctx *t, bsk_context *ctx, int gpu, int64_t maxdim, kernel_seen *seen)
+static int stress_sddmm_one(bsk_test_ctx *t, bsk_context *ctx, int gpu, int tc, int64_t maxdim, kernel_seen *seen)
 {
     bsk_rng *rng = bsk_test_rng();
     int64_t m = bsk_rng_int(rng, 1, maxdim), kk = bsk_rng_int(rng, 1, maxdim), d = bsk_rng_int(rng, 1, maxdim / 2 + 1);
     int32_t br, bc;
-    pick_block(rng, &br, &bc);
+    pick_block(rng, tc, &br, &bc);
     double density = pick_density(rng);
     bsk_pattern pat = (bsk_pattern)bsk_rng_int(rng, 0, 1);
-    bsk_dtype in = pick_dtype(rng), odt = bsk_rng_int(rng, 0, 1) ? in : BSK_F32;
+    bsk_dtype in = tc ? pick_dtype16(rng) : pick_dtype(rng), odt = bsk_rng_int(rng, 0, 1) ? in : BSK_F32;
     float alpha = 2.0f * bsk_rng_sym(rng);
     float beta = bsk_rng_uniform(rng) < 0.4 ? 0.0f : bsk_rng_sym(rng);
-    int64_t padx = bsk_rng_uniform(rng) < 0.3 ? bsk_rng_int(rng, 1, 9) : 0;
-    int64_t pady = bsk_rng_uniform(rng) < 0.3 ? bsk_rng_int(rng, 1, 9) : 0;
+    int64_t padx = pick_pad(rng, tc, d);
+    int64_t pady = pick_pad(rng, tc, d);
     bsk_bsr O;
     bsk_status s = bsk_bsr_random(m, kk, br, bc, density, pat, bsk_rng_next(rng), odt, &O);
     CHECK_STATUS(s, BSK_SUCCESS);
@@ -422,7 +436,7 @@ static double now_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static void stress_body(bsk_test_ctx *t, int gpu, int nspmm, int nsddmm, int64_t maxdim)
+static void stress_body(bsk_test_ctx *t, int gpu, int tc, int nspmm, int nsddmm, int64_t maxdim)
 {
     bsk_context *ctx = NULL; /* one context for the whole loop */
     REQUIRE_OK(bsk_create(&ctx, gpu ? BSK_BACKEND_CUDA : BSK_BACKEND_CPU));
@@ -430,28 +444,40 @@ static void stress_body(bsk_test_ctx *t, int gpu, int nspmm, int nsddmm, int64_t
     double t0 = now_s();
     int pass_s = 0, pass_d = 0, fails = 0;
     for (int i = 0; i < nspmm && fails < 8; i++) {
-        int ok = stress_spmm_one(t, ctx, gpu, maxdim, &ks);
+        int ok = stress_spmm_one(t, ctx, gpu, tc, maxdim, &ks);
         pass_s += ok;
         fails += !ok;
     }
     for (int i = 0; i < nsddmm && fails < 8; i++) {
-        int ok = stress_sddmm_one(t, ctx, gpu, maxdim, &kd);
+        int ok = stress_sddmm_one(t, ctx, gpu, tc, maxdim, &kd);
         pass_d += ok;
         fails += !ok;
     }
-    printf("  %s stress: %d/%d spmm, %d/%d sddmm problems passed in %.2f s\n", gpu ? "gpu" : "cpu", pass_s, nspmm,
+    printf("  %s%s stress: %d/%d spmm, %d/%d sddmm problems passed in %.2f s\n", gpu ? "gpu" : "cpu", tc ? " tensor-core" : "", pass_s, nspmm,
            pass_d, nsddmm, now_s() - t0);
     seen_print("spmm", &ks);
     seen_print("sddmm", &kd);
     if (fails >= 8) fprintf(stderr, "  stopped after %d failures\n", fails);
+    bsk_device_info info;
+    if (tc && gpu && bsk_device_query(&info) == BSK_SUCCESS && info.cc_major == 9 && info.cc_minor == 0) {
+        int hopper = 0; /* the loop must have reached the Hopper kernels, not only the fallbacks */
+        for (int i = 0; i < ks.n; i++) hopper += strncmp(ks.name[i], "hopper-", 7) == 0;
+        CHECK(hopper > 0);
+    }
     bsk_destroy(ctx);
 }
 
-BSK_TEST(rel_stress_random_cpu) { stress_body(t, 0, 150, 60, 180); }
+BSK_TEST(rel_stress_random_cpu) { stress_body(t, 0, 0, 150, 60, 180); }
 BSK_TEST(gpu_rel_stress_random)
 {
     NEED_GPU();
-    stress_body(t, 1, 320, 100, 300);
+    stress_body(t, 1, 0, 320, 100, 300);
+}
+/* The same over the shapes the tensor-core kernels (Hopper wgmma, mma.sync) take, up to 700 per side. */
+BSK_TEST(gpu_rel_stress_tensor_core)
+{
+    NEED_GPU();
+    stress_body(t, 1, 1, 300, 120, 700);
 }
 
 /* ---------------------------------------------------------------- 3. limits */

@@ -407,7 +407,9 @@ __global__ void __launch_bounds__(384, 1)
                 return __shfl_sync(0xffffffffu, v, 0);
             };
             /* one stage's bookkeeping (lane 0): wait for the slot, publish the meta record, arm the full
-               barrier (the TMA loads, if any, follow) */
+               barrier (the TMA loads, if any, follow). The record is a plain store ordered by the barrier's
+               release/acquire (compute-sanitizer racecheck does not follow that and reports it; writing it
+               with st.async on the same barrier instead faulted on an H100 in a non-cluster launch). */
             auto open_stage = [&](int4 mv, uint32_t bytes) {
                 const uint32_t fb = full0 + 8 * s;
                 if (CL) mbar_wait_cluster(empty0 + 8 * s, ph ^ 1);
