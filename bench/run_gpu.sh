@@ -1,8 +1,10 @@
 #!/bin/bash
 # run_gpu.sh — the device run: build for sm_90a, the whole test suite (CPU + GPU), the SpMM benchmark grid
 # vs cuBLAS / cuSPARSE (JSON), the SASS check; stage "py" installs the Python package and runs its tests;
-# stage "san" runs compute-sanitizer on the GPU suite's edge tests. A short table is printed last.
-# Usage (device machine, repo root): BSK_COMMIT=<sha> bench/run_gpu.sh [main|py|san ...]   (default: main)
+# stage "san" runs compute-sanitizer on the GPU suite's edge tests; stage "train" runs the training-step
+# benchmark (fwd SpMM, Aᵀ·B, SDDMM and the whole step vs cuBLAS; JSON in $OUT/train_bench.json) and prints its
+# table. A short table is printed last.
+# Usage (device machine, repo root): BSK_COMMIT=<sha> bench/run_gpu.sh [main|py|san|train ...]   (default: main)
 set -o pipefail
 OUT=${OUT:-bench/results}
 mkdir -p "$OUT"
@@ -46,7 +48,14 @@ for st in $stages; do
     timeout 120 compute-sanitizer --tool memcheck --error-exitcode 9 build/bin/bsk_tests gpu_spmm_malformed > "$OUT/memcheck2.log" 2>&1
     summary+=("memcheck gpu_spmm_malformed: rc=$? $(grep -E 'ERROR SUMMARY' "$OUT/memcheck2.log" | tail -1)")
     ;;
+  train)
+    timeout 420 build/bin/bsk bench train --json "$OUT/train_bench.json" > "$OUT/train.txt" 2> "$OUT/train.err"; rc=$?
+    grep -E "WRONG|fail|error" "$OUT/train.err" | head -10
+    summary+=("bench train: rc=$rc ($(grep -c '^\[' "$OUT/train.err") configurations)")
+    train_ran=1
+    ;;
   esac
 done
 [ -f "$OUT/bench.txt" ] && tail -45 "$OUT/bench.txt"
+[ -n "$train_ran" ] && cat "$OUT/train.txt"
 printf '%s\n' "${summary[@]}"

@@ -56,6 +56,12 @@ bsk_status bench_row_pattern(const bench_state *b, int i, int64_t rows, int64_t 
 double bench_sparse_flop(const bench_state *b, const bench_row *r);
 /* Fill fig from a median time (ms) and flop. */
 void bench_fig_time(bench_fig *f, double ms, double flop);
+/* One figure as the JSON object `key` (state, ms, tflops, rel_err, note), as `bsk bench` writes it. */
+void bench_write_fig(cli_json *j, const char *key, const bench_fig *f);
+
+/* `bsk bench train` (tools/bench_train.c): a training step of a block-sparse linear layer (fwd SpMM, Aᵀ·B,
+   SDDMM) against cuBLAS. argv[0] = "train". */
+int cmd_bench_train(int argc, char **argv);
 
 #ifdef BSK_WITH_CUDA
 /* Runs every row on the GPU (rows are grouped by shape). Returns CLI_OK or CLI_FAIL (setup failure). */

@@ -1,6 +1,7 @@
-/* bench_gpu.c — the GPU path of `bsk bench`: cuBLAS dense, cuSPARSE BSR and Blocked-ELL SpMM, and bsk,
-   on the same data in one run, each timed the same way (cli_time_gpu: CUDA events, median, L2 flushed
-   before every iteration) and each checked against cuBLAS on the dense expansion of A. */
+/* bench_gpu.c — the GPU path of `bsk bench`: cuBLAS dense, cuSPARSE BSR and Blocked-ELL SpMM (spmm) or
+   cuSPARSE SDDMM (sddmm), and bsk, on the same data in one run, each timed the same way (cli_time_gpu:
+   CUDA events, median, L2 flushed before every iteration) and each checked against cuBLAS on the dense
+   expansion of A. */
 #ifdef BSK_WITH_CUDA
 #include <math.h>
 #include <stdlib.h>
@@ -244,6 +245,175 @@ out:
     free(hval);
 }
 
+/* ---------------------------------------------------------------- cuSPARSE SDDMM */
+
+/* cusparseSDDMM (CUSPARSE_SDDMM_ALG_DEFAULT, fp32 compute): out = X·Yᵀ sampled on the pattern. Y (n x k,
+   row-major) goes in as op(B) either transposed (opB = T) or, where that is refused, as a column-major
+   k x n matrix (the same bytes) with opB = N. */
+typedef struct sddmm_work {
+    cusparseHandle_t h;
+    cusparseDnMatDescr_t X, Y;
+    cusparseSpMatDescr_t C;
+    cusparseOperation_t opB;
+    void *buf;
+    cusparseStatus_t st;
+} sddmm_work;
+
+static int sddmm_once(void *p)
+{
+    sddmm_work *w = (sddmm_work *)p;
+    const float one = 1.0f, zero = 0.0f;
+    w->st = cusparseSDDMM(w->h, CUSPARSE_OPERATION_NON_TRANSPOSE, w->opB, &one, w->X, w->Y, &zero, w->C, CUDA_R_32F,
+                          CUSPARSE_SDDMM_ALG_DEFAULT, w->buf);
+    return w->st != CUSPARSE_STATUS_SUCCESS;
+}
+
+/* Descriptors for Y, workspace and the (optional) preprocessing of w->C; the first Y variant cuSPARSE
+   takes. On failure *what names the call that refused. */
+static cusparseStatus_t sddmm_prepare(gpu_env *g, sddmm_work *w, const bench_state *b, int64_t n, int64_t k, void *dY,
+                                      const char **what)
+{
+    const float one = 1.0f, zero = 0.0f;
+    cusparseStatus_t st = CUSPARSE_STATUS_SUCCESS;
+    for (int v = 0; v < 2; v++) {
+        if (w->Y) cusparseDestroyDnMat(w->Y);
+        w->Y = NULL;
+        w->opB = v == 0 ? CUSPARSE_OPERATION_TRANSPOSE : CUSPARSE_OPERATION_NON_TRANSPOSE;
+        *what = "cusparseCreateDnMat";
+        st = v == 0 ? cusparseCreateDnMat(&w->Y, n, k, k, dY, cuda_type(b->dt), CUSPARSE_ORDER_ROW)
+                    : cusparseCreateDnMat(&w->Y, k, n, k, dY, cuda_type(b->dt), CUSPARSE_ORDER_COL);
+        size_t bytes = 0;
+        if (st == CUSPARSE_STATUS_SUCCESS) {
+            *what = "cusparseSDDMM_bufferSize";
+            st = cusparseSDDMM_bufferSize(g->sparse, CUSPARSE_OPERATION_NON_TRANSPOSE, w->opB, &one, w->X, w->Y, &zero,
+                                          w->C, CUDA_R_32F, CUSPARSE_SDDMM_ALG_DEFAULT, &bytes);
+        }
+        if (st != CUSPARSE_STATUS_SUCCESS) continue;
+        if (w->buf) cudaFree(w->buf);
+        w->buf = NULL;
+        if (bytes && cudaMalloc(&w->buf, bytes) != cudaSuccess) {
+            (void)cudaGetLastError();
+            *what = "workspace";
+            return CUSPARSE_STATUS_ALLOC_FAILED;
+        }
+        *what = "cusparseSDDMM_preprocess";
+        st = cusparseSDDMM_preprocess(g->sparse, CUSPARSE_OPERATION_NON_TRANSPOSE, w->opB, &one, w->X, w->Y, &zero, w->C,
+                                      CUDA_R_32F, CUSPARSE_SDDMM_ALG_DEFAULT, w->buf);
+        if (st == CUSPARSE_STATUS_SUCCESS) return st;
+    }
+    return st;
+}
+
+/* cuSPARSE SDDMM of the row's pattern into r->bsr: as BSR where cuSPARSE accepts it, else as CSR over the
+   expanded pattern (every entry of the kept blocks inside the matrix: the same products, the same flop
+   count on kept blocks), checked against cuBLAS like bsk. The note says which format ran and why. */
+static void run_cusparse_sddmm(gpu_env *g, const bench_state *b, bench_row *r, const bsk_bsr *A, const bsk_bsr *dA,
+                               void *dX, void *dY, void *hgot, const void *href)
+{
+    bench_fig *f = &r->bsr;
+    sddmm_work w = {g->sparse, NULL, NULL, NULL, CUSPARSE_OPERATION_TRANSPOSE, NULL, CUSPARSE_STATUS_SUCCESS};
+    int64_t m = A->rows, n = A->cols, k = r->k, mb = bsk_bsr_mb(A), br = A->block_rows, bc = A->block_cols;
+    size_t o = bsk_dtype_size(b->ot), vbytes = (size_t)(A->nnzb * br * bc) * o;
+    int32_t *hrp = NULL, *hci = NULL, *drp = NULL, *dci = NULL;
+    void *dval = NULL;
+    char *hcref = NULL, bsr_why[80] = "";
+    const char *what = "cusparseCreateDnMat";
+    w.st = cusparseCreateDnMat(&w.X, m, k, k, dX, cuda_type(b->dt), CUSPARSE_ORDER_ROW);
+    if (w.st != CUSPARSE_STATUS_SUCCESS) goto fail;
+    what = "cusparseCreateBsr";
+    w.st = cusparseCreateBsr(&w.C, mb, bsk_bsr_nb(A), A->nnzb, br, bc, dA->row_ptr, dA->col_idx, dA->values,
+                             CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO, cuda_type(b->ot),
+                             CUSPARSE_ORDER_ROW);
+    if (w.st == CUSPARSE_STATUS_SUCCESS) w.st = sddmm_prepare(g, &w, b, n, k, dY, &what);
+    if (w.st == CUSPARSE_STATUS_SUCCESS) {
+        measure(g, b, f, sddmm_once, &w, dA->values, vbytes, hgot, href, b->ot, bench_sparse_flop(b, r), 0, A, n);
+        if (f->state != FIG_FAIL) snprintf(f->note, sizeof f->note, "BSR%s", w.opB == CUSPARSE_OPERATION_NON_TRANSPOSE ? ", Y column-major" : "");
+        else if (w.st != CUSPARSE_STATUS_SUCCESS) snprintf(f->note, sizeof f->note, "cusparseSDDMM (BSR): %s", cusparseGetErrorString(w.st));
+        goto out;
+    }
+    /* the error's name, not its sentence: the note (96 characters) has to hold the CSR outcome too */
+    snprintf(bsr_why, sizeof bsr_why, "BSR refused by %.28s: %.30s", what, cusparseGetErrorName(w.st));
+    if (w.C) cusparseDestroySpMat(w.C);
+    w.C = NULL;
+
+    /* CSR over the expanded pattern, with the reference gathered in the same order */
+    {
+        int64_t nnz = 0;
+        for (int64_t i = 0; i < mb; i++) {
+            int64_t rows = m - i * br < br ? m - i * br : br;
+            for (int32_t kk = A->row_ptr[i]; kk < A->row_ptr[i + 1]; kk++) {
+                int64_t cols = n - (int64_t)A->col_idx[kk] * bc < bc ? n - (int64_t)A->col_idx[kk] * bc : bc;
+                nnz += rows * cols;
+            }
+        }
+        if (nnz > INT32_MAX) {
+            snprintf(f->note, sizeof f->note, "%.64s; CSR: > 2^31 entries", bsr_why);
+            f->state = FIG_FAIL;
+            goto out;
+        }
+        hrp = (int32_t *)malloc((size_t)(m + 1) * sizeof *hrp);
+        hci = (int32_t *)malloc((size_t)(nnz + 1) * sizeof *hci);
+        hcref = (char *)malloc((size_t)nnz * o + 1);
+        if (!hrp || !hci || !hcref) {
+            snprintf(f->note, sizeof f->note, "%.64s; CSR: out of memory", bsr_why);
+            f->state = FIG_FAIL;
+            goto out;
+        }
+        int64_t p = 0;
+        hrp[0] = 0;
+        for (int64_t gr = 0; gr < m; gr++) {
+            int64_t i = gr / br;
+            for (int32_t kk = A->row_ptr[i]; kk < A->row_ptr[i + 1]; kk++)
+                for (int64_t c = 0; c < bc; c++) {
+                    int64_t gc = (int64_t)A->col_idx[kk] * bc + c;
+                    if (gc >= n) break;
+                    hci[p] = (int32_t)gc;
+                    memcpy(hcref + (size_t)p * o, (const char *)href + (size_t)(gr * n + gc) * o, o);
+                    p++;
+                }
+            hrp[gr + 1] = (int32_t)p;
+        }
+        if (!cuda_ok(g, cudaMalloc((void **)&drp, (size_t)(m + 1) * sizeof *drp), f->note, sizeof f->note, "malloc") ||
+            !cuda_ok(g, cudaMalloc((void **)&dci, (size_t)(nnz + 1) * sizeof *dci), f->note, sizeof f->note, "malloc") ||
+            !cuda_ok(g, cudaMalloc(&dval, (size_t)nnz * o + 1), f->note, sizeof f->note, "malloc") ||
+            !cuda_ok(g, cudaMemcpy(drp, hrp, (size_t)(m + 1) * sizeof *drp, cudaMemcpyHostToDevice), f->note,
+                     sizeof f->note, "upload") ||
+            !cuda_ok(g, cudaMemcpy(dci, hci, (size_t)nnz * sizeof *dci, cudaMemcpyHostToDevice), f->note, sizeof f->note,
+                     "upload")) {
+            f->state = FIG_FAIL;
+            goto out;
+        }
+        what = "cusparseCreateCsr";
+        w.st = cusparseCreateCsr(&w.C, m, n, nnz, drp, dci, dval, CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I,
+                                 CUSPARSE_INDEX_BASE_ZERO, cuda_type(b->ot));
+        if (w.st == CUSPARSE_STATUS_SUCCESS) w.st = sddmm_prepare(g, &w, b, n, k, dY, &what);
+        if (w.st != CUSPARSE_STATUS_SUCCESS) {
+            snprintf(f->note, sizeof f->note, "%.64s; CSR: %.24s", bsr_why, cusparseGetErrorName(w.st));
+            f->state = FIG_FAIL;
+            goto out;
+        }
+        measure(g, b, f, sddmm_once, &w, dval, (size_t)nnz * o, hgot, hcref, b->ot, bench_sparse_flop(b, r), 0, NULL, 0);
+        if (f->state != FIG_FAIL) snprintf(f->note, sizeof f->note, "CSR, expanded pattern (%.66s)", bsr_why);
+        else if (w.st != CUSPARSE_STATUS_SUCCESS)
+            snprintf(f->note, sizeof f->note, "cusparseSDDMM (CSR): %s", cusparseGetErrorString(w.st));
+        goto out;
+    }
+fail:
+    f->state = FIG_FAIL;
+    snprintf(f->note, sizeof f->note, "%s: %s", what, cusparseGetErrorString(w.st));
+out:
+    if (w.X) cusparseDestroyDnMat(w.X);
+    if (w.Y) cusparseDestroyDnMat(w.Y);
+    if (w.C) cusparseDestroySpMat(w.C);
+    if (w.buf) cudaFree(w.buf);
+    if (drp) cudaFree(drp);
+    if (dci) cudaFree(dci);
+    if (dval) cudaFree(dval);
+    free(hrp);
+    free(hci);
+    free(hcref);
+}
+
 /* ---------------------------------------------------------------- driver */
 
 typedef struct shape_bufs {
@@ -393,6 +563,8 @@ int bench_gpu(bench_state *b)
                             &A, n);
                     if (w.st) snprintf(r->bsk.note, sizeof r->bsk.note, "%s", bsk_status_string(w.st));
                     r->kernel = bsk_last_kernel(g.ctx);
+                    /* the baseline writes the same values array (poisoned again first) */
+                    if (!g.broken) run_cusparse_sddmm(&g, b, r, &A, &dA, s.dA, s.dB, hv, s.hRef);
                 }
                 free(hv);
             }

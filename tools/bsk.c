@@ -10,7 +10,7 @@
     X("spmm", cmd_spmm, "C = alpha*op(A)*B + beta*C on random data: time, TFLOPS, kernel, --check")     \
     X("sddmm", cmd_sddmm, "out = alpha*(X*Y^T) on a random block pattern + beta*out: time, --check")     \
     X("verify", cmd_verify, "a grid of small random checks against the CPU reference; pass/fail table")  \
-    X("bench", cmd_bench, "benchmark: 'bench spmm' (vs cuBLAS/cuSPARSE or OpenBLAS), 'bench sddmm'")     \
+    X("bench", cmd_bench, "benchmark: 'bench spmm' (vs cuBLAS/cuSPARSE or OpenBLAS), 'bench sddmm', 'bench train'")     \
     X("attention", cmd_attention, "block-sparse attention benchmark (GPU): TFLOPS vs cuBLAS, gate share, latency") \
     X("preflight", cmd_preflight, "the GPU, its capabilities, and the architectures this build carries") \
     X("version", cmd_version, "print the library version")

@@ -36,6 +36,8 @@ static void write_fig(cli_json *j, const char *key, const bench_fig *f)
     cli_json_end(j);
 }
 
+void bench_write_fig(cli_json *j, const char *key, const bench_fig *f) { write_fig(j, key, f); }
+
 static void write_json(const bench_state *b, int upto)
 {
     /* write a sibling file and rename, so a reader never sees half a document */
@@ -86,6 +88,7 @@ static void write_json(const bench_state *b, int upto)
             write_fig(&j, "cusparse_bsr", &r->bsr);
             write_fig(&j, "cusparse_blocked_ell", &r->ell);
         }
+        if (b->device == CLI_DEV_CUDA && b->sddmm) write_fig(&j, "cusparse_sddmm", &r->bsr); /* note: the format */
         write_fig(&j, "bsk", &r->bsk);
         cli_json_str(&j, "kernel", r->kernel ? r->kernel : "");
         cli_json_num(&j, "E", r->E);
@@ -130,6 +133,7 @@ static void print_table(const bench_state *b)
            gpu ? "dense = cublasGemmEx" : "dense = OpenBLAS sgemm", gpu ? "TFLOPS" : "GFLOPS", b->iters);
     printf("%-20s %4s %5s %-8s %8s", "M x N x K", "b", "dens", "pattern", "dense");
     if (spmm_gpu) printf(" %8s %8s", "cuSP-BSR", "cuSP-ELL");
+    if (gpu && b->sddmm) printf(" %8s", "cuSPARSE");
     printf(" %8s %6s %9s  %s\n", "bsk", "E", "rel err", "kernel / note");
     for (int i = 0; i < b->nrows; i++) {
         const bench_row *r = &b->rows[i];
@@ -143,10 +147,18 @@ static void print_table(const bench_state *b)
         else snprintf(e, sizeof e, "-");
         printf("%-20s %4lld %5.2f %-8s %8s", shape, (long long)r->b, r->density, cli_pattern_name(r->pattern), c0);
         if (spmm_gpu) printf(" %8s %8s", c1, c2);
+        if (gpu && b->sddmm) printf(" %8s", c1);
         printf(" %8s %6s %9.2e  %s%s%s\n", c3, e, r->bsk.err, r->kernel ? r->kernel : "-", r->bsk.note[0] ? " " : "",
                r->bsk.note);
     }
     if (spmm_gpu) printf("'?' = the baseline's result disagreed with cuBLAS (rel err in the JSON)\n");
+    if (gpu && b->sddmm) {
+        /* what the cuSPARSE column ran (BSR, or CSR over the expanded pattern) or why it could not, once per change */
+        printf("cuSPARSE = cusparseSDDMM (ALG_DEFAULT, fp32 compute); '?' = its result disagreed with cuBLAS\n");
+        for (int i = 0; i < b->nrows; i++)
+            if (b->rows[i].bsr.note[0] && (i == 0 || strcmp(b->rows[i].bsr.note, b->rows[i - 1].bsr.note) != 0))
+                printf("  cuSPARSE from row %d: %s\n", i + 1, b->rows[i].bsr.note);
+    }
 }
 
 /* ---------------------------------------------------------------- CPU path */
@@ -297,6 +309,8 @@ int cmd_bench(int argc, char **argv)
 {
     /* `bsk bench attention ...` is the attention benchmark (the same as `bsk attention ...`) */
     if (argc > 1 && !strcmp(argv[1], "attention")) return cmd_attention(argc - 1, argv + 1);
+    /* `bsk bench train ...`: the training step (fwd, Aᵀ·B, SDDMM) against cuBLAS, tools/bench_train.c */
+    if (argc > 1 && !strcmp(argv[1], "train")) return cmd_bench_train(argc - 1, argv + 1);
     int quick = 0, dtype = -1, out_dtype = -1, device_req = CLI_DEV_AUTO, npos;
     int64_t iters = 0, warmup = -1;
     uint64_t seed = 1;
@@ -325,11 +339,12 @@ int cmd_bench(int argc, char **argv)
                        "E = bsk's effective TFLOPS on kept blocks / cuBLAS dense TFLOPS.\n"
                        "Default grid (spmm and sddmm): b in {32,64,128} x density in {0.10,0.25,0.50} x {uniform,skewed}\n"
                        "at 8192x8192x8192, 32768x4096x4096 and 2048x2048x2048.\n"
-                       "CPU (no GPU or --device cpu): bsk's CPU backend against OpenBLAS sgemm (f32), 2048^3.",
+                       "CPU (no GPU or --device cpu): bsk's CPU backend against OpenBLAS sgemm (f32), 2048^3.\n"
+                       "A^T*B (op T) and the whole training step: 'bsk bench train' (per configuration, vs cuBLAS).",
                        pos, 1, &npos);
     if (rc) return rc == CLI_HELP ? CLI_OK : rc;
     if (npos != 1 || (strcmp(pos[0], "spmm") != 0 && strcmp(pos[0], "sddmm") != 0))
-        return cli_usage_error("bench", "say what to benchmark: 'bsk bench spmm' or 'bsk bench sddmm'");
+        return cli_usage_error("bench", "say what to benchmark: 'bsk bench spmm', 'bsk bench sddmm' or 'bsk bench train'");
 
     bench_state b;
     memset(&b, 0, sizeof b);
