@@ -443,7 +443,8 @@ BSK_API bsk_status bsk_attn_layout_tiles(const bsk_attn_layout *L, int64_t *full
    malformed; a device layout is trusted — check it once with bsk_attn_layout_validate — and kernels clamp
    counts and skip out-of-range indices so malformed lists never cause out-of-bounds access), NO_DEVICE,
    CUDA. Device operands: runs on the context's stream without host synchronisation. bsk_last_kernel
-   names the kernel ("cpu-attention", "cuda-attention-mma", "cuda-attention-simt"). */
+   names the kernel ("cpu-attention", "hopper-attn-wgmma" (sm_90: F16/BF16, dim 64/128, 128 x 128 blocks,
+   positive scale), "cuda-attention-mma", "cuda-attention-simt"). */
 typedef struct bsk_attention_params {
     bsk_attn_tensor q, k, v, o;
     float *lse;
@@ -482,6 +483,46 @@ typedef struct bsk_topk_params {
     const bsk_dense *w_k;      /* NULL or dim x proj_dim */
 } bsk_topk_params;
 BSK_API bsk_status bsk_topk_block_layout(bsk_context *ctx, const bsk_topk_params *params, bsk_attn_layout *out);
+
+/* Attention backward: the gradients of bsk_attention_forward's O with respect to Q, K and V, given
+   dO = dLoss/dO, the forward's O and its lse, over the same layout and mask rules (the same layout,
+   kv_lens, scale, causal and causal_offset must be passed). With P = exp(scale·Q·Kᵀ + mask − lse) (the
+   softmax the forward applied; masked elements and rows with lse = -inf give P = 0) and
+   D = rowsum(dO ∘ O):
+     dV = Pᵀ·dO,   dS = P ∘ (dO·Vᵀ − D),   dQ = scale · dS·K,   dK = scale · dSᵀ·Q
+   per (batch, head); with GQA / MQA the dK and dV of a key/value head sum over the query heads sharing it.
+   Every element of dq, dk and dv is written: rows that take part in nothing (empty query rows, keys no
+   kept tile covers, keys at or past kv_len) get 0.
+     q, o, d_o, dq: batch x seq_q x heads x dim;  k, v, dk, dv: batch x seq_k x kv_heads x dim; any strides
+     (as for the forward); one dtype for all eight (F16 / BF16; F32 on the CPU and the CUDA-core kernel).
+     lse: required, batch*heads*seq_q float32 as the forward wrote it. o and lse are read, never written.
+     d_lse: NULL, or the gradient of the loss with respect to lse (batch*heads*seq_q float32, packed), for
+          losses that use lse too: it enters as D = rowsum(dO ∘ O) − d_lse (dlse/dS = P).
+     dq, dk, dv must not overlap themselves, each other or any input. Inputs may share memory.
+   Accumulation is fp32 (the GPU rounds P and dS to the input dtype for the tensor-core products, as
+   FlashAttention does). Results are bitwise deterministic on both backends: no floating-point atomics,
+   every sum in a fixed order (the CPU result does not depend on the thread count either).
+   GPU kernels (no host synchronisation; workspace from the context): a pass for D and the transposed
+   layout (per key block, the query blocks that keep it: built on the device), then one kernel over
+   (batch, kv head, 64-key chunk) accumulating dK and dV in registers over those query blocks and one
+   over (batch, head, 64-row query chunk) recomputing dS for dQ. Tensor cores (mma.sync, sm_80+): F16 /
+   BF16, dim 64 or 128, block_q and block_k multiples of 64, 16-byte aligned rows for q, k, v, d_o, dq,
+   dk, dv; anything else runs CUDA-core kernels. bsk_last_kernel: "cpu-attention-bwd",
+   "cuda-attention-bwd-mma", "cuda-attention-bwd-simt".
+   Errors (nothing is written) as bsk_attention_forward, plus NULL_POINTER for a NULL lse and
+   SHAPE_MISMATCH for d_o / dq / dk / dv shapes that differ from o / q / k / v. */
+typedef struct bsk_attention_bwd_params {
+    bsk_attn_tensor q, k, v, o, d_o;   /* inputs                                  */
+    const float *lse;                  /* input: the forward's lse                 */
+    const float *d_lse;                /* input: dLoss/dlse, or NULL (none)        */
+    bsk_attn_tensor dq, dk, dv;        /* outputs                                 */
+    const bsk_attn_layout *layout;
+    const int32_t *kv_lens;
+    float scale;                       /* 0 means 1/sqrt(dim), as in the forward   */
+    int causal;
+    int64_t causal_offset;
+} bsk_attention_bwd_params;
+BSK_API bsk_status bsk_attention_backward(bsk_context *ctx, const bsk_attention_bwd_params *params);
 
 #ifdef __cplusplus
 }

@@ -676,9 +676,14 @@ static void gpu_spec(bsk_test_ctx *t, bsk_context *ctx, const spec *sp, int simt
     problem P;
     bsk_status s = problem_make(&P, sp, bsk_test_rng());
     CHECK_STATUS(s, BSK_SUCCESS);
-    /* 128-row query blocks have several builds of the tensor-core kernel: check each */
-    int variants = !simt && sp->bq == 128 ? 3 : 1;
-    for (int var = 0; var < variants && !s; var++) {
+    /* 128-row query blocks have several builds of the tensor-core kernel: check each. Variant 3 is the default
+       mma.sync build without the Hopper kernel in front, 4 asks for the Hopper kernel (attention_fwd.cu). */
+    int is_mma = want_kernel && strcmp(want_kernel, "cuda-attention-mma") == 0;
+    int is_hopper = want_kernel && strcmp(want_kernel, "hopper-attn-wgmma") == 0;
+    int var_list[3] = {is_mma ? 3 : (is_hopper ? 4 : 0), 1, 2};
+    int variants = is_mma && sp->bq == 128 ? 3 : 1;
+    for (int vi = 0; vi < variants && !s; vi++) {
+        int var = var_list[vi];
         for (int64_t x = 0; x < P.o.elems; x++) bsk__store(P.o.host, P.o.t.dtype, x, NAN);
         for (int64_t x = 0; x < sp->B * sp->H * sp->SQ; x++) P.lse[x] = NAN;
         bsk__attention_force_simt(simt);
@@ -728,6 +733,139 @@ BSK_TEST(gpu_attn_mma_grid)
                              bq, sp.bk, causal, sp.kind, (long long)sp.HK, sp.order);
                     gpu_spec(t, ctx, &sp, 0, "cuda-attention-mma", what);
                 }
+    bsk_destroy(ctx);
+}
+
+/* ------------------------------------------------------------------ GPU: the Hopper kernel (cc 9.0 only) */
+
+static int hopper_device(void)
+{
+    bsk_device_info info;
+    return bsk_device_query(&info) == BSK_SUCCESS && info.cc_major == 9 && info.cc_minor == 0;
+}
+
+/* Key/value rows at or past a batch entry's key length are memory the caller need not have initialised:
+   fill them with NaN (after the reference was computed) — the result must not change. */
+static void poison_kv_tails(problem *P)
+{
+    if (!P->kv_lens) return;
+    const bsk_attn_tensor *ts[2] = {&P->k.t, &P->v.t};
+    void *hs[2] = {P->k.host, P->v.host};
+    for (int w = 0; w < 2; w++)
+        for (int64_t b = 0; b < ts[w]->batch; b++)
+            for (int64_t k = P->kv_lens[b]; k < ts[w]->seq; k++)
+                for (int64_t h = 0; h < ts[w]->heads; h++)
+                    for (int64_t d = 0; d < ts[w]->dim; d++) bsk__store(hs[w], ts[w]->dtype, tidx(ts[w], b, k, h, d), NAN);
+}
+
+/* One problem through the Hopper kernel under each of its schedules (variant 4: the default, 5: persistent
+   grid, 6: persistent on 3 CTAs — many items per CTA, both Q buffers and the rings carried across items, 7:
+   one CTA per item): every element of O and LSE against the float64 reference, O and LSE NaN-poisoned before
+   each run, and the kernel that ran must be `want` (the Hopper kernel, or the mma.sync kernel for the cases
+   the Hopper kernel declines). */
+static void hopper_case(bsk_test_ctx *t, bsk_context *ctx, const spec *sp, float scale, const char *want, const char *what)
+{
+    problem P;
+    bsk_status s = problem_make(&P, sp, bsk_test_rng());
+    CHECK_STATUS(s, BSK_SUCCESS);
+    if (s) { problem_free(&P); return; }
+    if (scale != 0.0f) {
+        P.p.scale = scale;
+        ref_attention(&P.p, P.O_ref, P.lse_ref);
+    }
+    poison_kv_tails(&P);
+    static const int vars[4] = {4, 5, 6, 7};
+    for (int vi = 0; vi < 4; vi++) {
+        for (int64_t x = 0; x < P.o.elems; x++) bsk__store(P.o.host, P.o.t.dtype, x, NAN);
+        for (int64_t x = 0; x < sp->B * sp->H * sp->SQ; x++) P.lse[x] = NAN;
+        bsk__attn_variant = vars[vi];
+        bsk_status rs = run_on_device(ctx, &P);
+        bsk__attn_variant = 0;
+        CHECK_STATUS(rs, BSK_SUCCESS);
+        if (rs) break;
+        char label[200];
+        snprintf(label, sizeof label, "%s [%s variant %d]", what, bsk_last_kernel(ctx), vars[vi]);
+        check_result(t, &P.o.t, P.lse, P.O_ref, P.lse_ref, tol_for(sp->dt, 1), label);
+        if (strcmp(bsk_last_kernel(ctx), want) != 0) {
+            fprintf(stderr, "  [%s] ran %s, expected %s\n", label, bsk_last_kernel(ctx), want);
+            CHECK(0);
+        }
+    }
+    problem_free(&P);
+}
+
+BSK_TEST(gpu_attn_hopper_grid)
+{
+    bsk_context *ctx;
+    if (!gpu_ctx(&ctx)) SKIP("no CUDA device");
+    if (!hopper_device()) { bsk_destroy(ctx); SKIP("not an sm_90 device"); }
+    /* dtype x head dim x causal x two layouts each: every layout kind, GQA / MQA, both orders (O in the other),
+       odd lengths, seq_k != seq_q with a bottom-right causal offset, per-batch key lengths (with NaN past
+       them, and a batch entry with none), padded rows, an empty query block */
+    int n = 0;
+    for (int dt = 0; dt < 2; dt++)
+        for (int D = 64; D <= 128; D += 64)
+            for (int causal = 0; causal < 2; causal++)
+                for (int rep = 0; rep < 2; rep++, n++) {
+                    spec sp;
+                    memset(&sp, 0, sizeof sp);
+                    sp.B = 2; sp.H = 4; sp.HK = n % 3 == 0 ? 1 : (n % 3 == 1 ? 2 : 4);
+                    sp.SQ = 130 + 97 * (n % 5); sp.SK = n % 3 == 0 ? sp.SQ + 200 : sp.SQ;
+                    sp.D = D; sp.bq = 128; sp.bk = 128;
+                    sp.dt = dt ? BSK_BF16 : BSK_F16;
+                    sp.order = (n >> 1) & 1; sp.causal = causal;
+                    sp.off = sp.SK - sp.SQ;
+                    sp.kind = causal ? (rep == 0 ? 1 : 2 + (n % 3)) : (rep == 0 ? 0 : 2 + (n % 3));
+                    sp.kv_lens = n % 4 == 3 ? 2 : (n % 3 == 2 ? 1 : 0);
+                    sp.pad = (n % 4 == 1) ? 8 : 0;
+                    sp.empty_qb = 1;
+                    char what[128];
+                    snprintf(what, sizeof what, "%s D%d causal%d kind%d hk%lld sq%lld sk%lld order%d kvlens%d",
+                             dt ? "bf16" : "f16", D, causal, sp.kind, (long long)sp.HK, (long long)sp.SQ,
+                             (long long)sp.SK, sp.order, sp.kv_lens);
+                    hopper_case(t, ctx, &sp, 0.0f, "hopper-attn-wgmma", what);
+                }
+    bsk_destroy(ctx);
+}
+
+BSK_TEST(gpu_attn_hopper_long_empty_declines)
+{
+    bsk_context *ctx;
+    if (!gpu_ctx(&ctx)) SKIP("no CUDA device");
+    if (!hopper_device()) { bsk_destroy(ctx); SKIP("not an sm_90 device"); }
+    /* long rows: the K/V rings wrap several times (12 tiles per query block at the end) */
+    spec a = {.B = 1, .H = 2, .HK = 2, .SQ = 1500, .SK = 1500, .D = 64, .bq = 128, .bk = 128, .dt = BSK_F16,
+              .order = BSHD, .causal = 1, .kind = 1, .empty_qb = -1};
+    hopper_case(t, ctx, &a, 0.0f, "hopper-attn-wgmma", "long causal D64");
+    spec b = {.B = 1, .H = 2, .HK = 1, .SQ = 300, .SK = 1200, .D = 128, .bq = 128, .bk = 128, .dt = BSK_BF16,
+              .order = BHSD, .kind = 0, .kv_lens = 1, .empty_qb = -1};
+    hopper_case(t, ctx, &b, 0.0f, "hopper-attn-wgmma", "long dense D128 kv_lens");
+    /* an explicit positive scale */
+    spec c = {.B = 1, .H = 3, .HK = 3, .SQ = 257, .SK = 257, .D = 128, .bq = 128, .bk = 128, .dt = BSK_F16,
+              .order = BSHD, .kind = 4, .empty_qb = 0};
+    hopper_case(t, ctx, &c, 0.37f, "hopper-attn-wgmma", "scale 0.37");
+    /* declined: a negative scale, 64-row blocks -> the mma.sync kernel, same results */
+    hopper_case(t, ctx, &c, -0.2f, "cuda-attention-mma", "negative scale (declined)");
+    spec d = {.B = 1, .H = 2, .HK = 2, .SQ = 200, .SK = 200, .D = 128, .bq = 64, .bk = 128, .dt = BSK_BF16,
+              .order = BSHD, .kind = 0, .empty_qb = -1};
+    hopper_case(t, ctx, &d, 0.0f, "cuda-attention-mma", "block_q 64 (declined)");
+    /* no tiles at all: O = 0 and LSE = -inf everywhere, from the Hopper kernel */
+    spec e = {.B = 2, .H = 2, .HK = 1, .SQ = 260, .SK = 260, .D = 128, .bq = 128, .bk = 128, .dt = BSK_BF16,
+              .order = BSHD, .kind = 4, .empty_qb = 0};
+    problem P;
+    REQUIRE_OK(problem_make(&P, &e, bsk_test_rng()));
+    for (int64_t x = 0; x < bsk__attn_layout_rows(&P.layout); x++) P.layout.full_count[x] = P.layout.part_count[x] = 0;
+    ref_attention(&P.p, P.O_ref, P.lse_ref);
+    for (int var = 4; var <= 6; var++) {
+        for (int64_t x = 0; x < P.o.elems; x++) bsk__store(P.o.host, P.o.t.dtype, x, NAN);
+        for (int64_t x = 0; x < e.B * e.H * e.SQ; x++) P.lse[x] = NAN;
+        bsk__attn_variant = var;
+        CHECK_STATUS(run_on_device(ctx, &P), BSK_SUCCESS);
+        bsk__attn_variant = 0;
+        check_result(t, &P.o.t, P.lse, P.O_ref, P.lse_ref, 1e-6, "no tiles (hopper)");
+        CHECK(strcmp(bsk_last_kernel(ctx), "hopper-attn-wgmma") == 0);
+    }
+    problem_free(&P);
     bsk_destroy(ctx);
 }
 

@@ -12,6 +12,7 @@
     X("verify", cmd_verify, "a grid of small random checks against the CPU reference; pass/fail table")  \
     X("bench", cmd_bench, "benchmark: 'bench spmm' (vs cuBLAS/cuSPARSE or OpenBLAS), 'bench sddmm', 'bench train'")     \
     X("attention", cmd_attention, "block-sparse attention benchmark (GPU): TFLOPS vs cuBLAS, gate share, latency") \
+    X("attention-bwd", cmd_attention_bwd, "block-sparse attention forward + backward benchmark (GPU): TFLOPS") \
     X("preflight", cmd_preflight, "the GPU, its capabilities, and the architectures this build carries") \
     X("version", cmd_version, "print the library version")
 

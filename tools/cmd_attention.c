@@ -161,13 +161,13 @@ typedef struct result {
     int causal;
     double density, density_actual;
     int64_t kept_tiles;
-    double ms, tflops, err, gate_ms, gate_share, tflops_var[3];
+    double ms, tflops, err, gate_ms, gate_share, tflops_var[3], tflops_mma, tflops_persist, tflops_per_item;
     const char *kernel;
     bsk_status status;
 } result;
 
 static int run(const char *json, int iters, int warmup, int64_t B, int64_t H, int64_t S, const int64_t *dims, int nd,
-               const double *dens, int ndens, int variants)
+               const double *dens, int ndens, int variants, int variant, int compare)
 {
     bsk_context *ctx = NULL;
     cublasHandle_t blas = NULL;
@@ -223,7 +223,8 @@ static int run(const char *json, int iters, int warmup, int64_t B, int64_t H, in
                 memset(r, 0, sizeof *r);
                 r->D = D; r->causal = causal; r->density = dens[x];
                 r->ms = r->tflops = r->err = r->gate_ms = r->gate_share = NAN;
-                r->tflops_var[0] = r->tflops_var[1] = r->tflops_var[2] = NAN;
+                r->tflops_var[0] = r->tflops_var[1] = r->tflops_var[2] = r->tflops_mma = NAN;
+                r->tflops_persist = r->tflops_per_item = NAN;
                 bsk_attn_layout hl, dl;
                 memset(&dl, 0, sizeof dl);
                 r->status = make_layout(S, bs, (int32_t)B, (int32_t)H, dens[x], causal, 1000 + (uint64_t)x, &hl);
@@ -245,10 +246,24 @@ static int run(const char *json, int iters, int warmup, int64_t B, int64_t H, in
                 p.causal = causal;
                 attn_work w = {ctx, &p};
                 if (!r->status) {
+                    bsk__attn_variant = variant;
                     r->ms = cli_time_gpu(&timer, attn_run, &w, warmup, iters, &rc);
+                    bsk__attn_variant = 0;
                     if (rc) r->status = rc > 0 ? (bsk_status)rc : BSK_ERR_CUDA;
                     r->kernel = bsk_last_kernel(ctx);
                     r->tflops = flop / (r->ms * 1e-3) * 1e-12;
+                }
+                if (!r->status && compare) {
+                    /* the mma.sync kernel's default build, and the Hopper kernel's two schedules (persistent grid,
+                       one CTA per item), on the same problem */
+                    double *dst[3] = {&r->tflops_mma, &r->tflops_persist, &r->tflops_per_item};
+                    const int cv[3] = {3, 5, 7};
+                    for (int k = 0; k < 3; k++) {
+                        bsk__attn_variant = cv[k];
+                        double ms = cli_time_gpu(&timer, attn_run, &w, warmup, iters, &rc);
+                        bsk__attn_variant = 0;
+                        if (!rc) *dst[k] = flop / (ms * 1e-3) * 1e-12;
+                    }
                 }
                 if (!r->status) r->tflops_var[0] = r->tflops;
                 for (int var = 1; var < 3 && !r->status && variants; var++) {
@@ -256,6 +271,14 @@ static int run(const char *json, int iters, int warmup, int64_t B, int64_t H, in
                     double ms = cli_time_gpu(&timer, attn_run, &w, warmup, iters, &rc);
                     bsk__attn_variant = 0;
                     if (!rc) r->tflops_var[var] = flop / (ms * 1e-3) * 1e-12;
+                }
+                if (!r->status) {
+                    if (compare) { /* the spot check below looks at the timed kernel's output */
+                        bsk__attn_variant = variant;
+                        rc = attn_run(&w);
+                        bsk__attn_variant = 0;
+                        if (rc || cudaDeviceSynchronize() != cudaSuccess) r->status = BSK_ERR_CUDA;
+                    }
                 }
                 if (!r->status) {
                     bsk_attention_params hp = p;
@@ -286,10 +309,13 @@ static int run(const char *json, int iters, int warmup, int64_t B, int64_t H, in
                 }
                 if (r->status) failures++;
                 printf("D=%3lld %-9s d=%.2f (actual %.3f, %lld tiles): %8.3f ms %7.1f TFLOPS (%.0f%% of cuBLAS) err %.1e  "
-                       "gate %.3f ms (%.1f%%)%s%s",
+                       "gate %.3f ms (%.1f%%) [%s]%s%s",
                        (long long)D, causal ? "causal" : "non-caus", dens[x], r->density_actual, (long long)r->kept_tiles,
                        r->ms, r->tflops, 100.0 * r->tflops / gemm_tflops, r->err, r->gate_ms, 100.0 * r->gate_share,
-                       r->status ? "  FAILED: " : "", r->status ? bsk_status_string(r->status) : "");
+                       r->kernel ? r->kernel : "none", r->status ? "  FAILED: " : "", r->status ? bsk_status_string(r->status) : "");
+                if (compare)
+                    printf("  [mma.sync %.1f | hopper persistent %.1f | per-item %.1f]", r->tflops_mma, r->tflops_persist,
+                           r->tflops_per_item);
                 if (variants) printf("  [variants 0/1/2: %.1f / %.1f / %.1f]", r->tflops_var[0], r->tflops_var[1], r->tflops_var[2]);
                 printf("\n");
                 fflush(stdout);
@@ -302,6 +328,7 @@ static int run(const char *json, int iters, int warmup, int64_t B, int64_t H, in
 
     /* ---- small config latency: B=2 H=8 S=512 D=64 fp16, dense, non-causal and causal */
     double small_cold[2] = {NAN, NAN}, small_warm[2] = {NAN, NAN};
+    const char *small_kernel = "none";
     {
         int64_t sB = 2, sH = 8, sS = 512, sD = 64, n = sB * sS * sH * sD;
         void *h = malloc((size_t)n * 2), *d[4] = {NULL, NULL, NULL, NULL};
@@ -325,6 +352,7 @@ static int run(const char *json, int iters, int warmup, int64_t B, int64_t H, in
                 p.layout = &dlay;
                 p.causal = causal;
                 attn_work w = {ctx, &p};
+                bsk__attn_variant = variant;
                 small_cold[causal] = cli_time_gpu(&timer, attn_run, &w, 5, iters * 4, &rc) * 1e3;
                 /* warm: back-to-back launches, mean */
                 cudaEvent_t e0, e1;
@@ -338,6 +366,8 @@ static int run(const char *json, int iters, int warmup, int64_t B, int64_t H, in
                 float ms = 0;
                 cudaEventElapsedTime(&ms, e0, e1);
                 small_warm[causal] = ms * 1e3 / 200.0;
+                small_kernel = bsk_last_kernel(ctx);
+                bsk__attn_variant = 0;
                 cudaEventDestroy(e0);
                 cudaEventDestroy(e1);
                 printf("small B=2 H=8 S=512 D=64 fp16 %s: %.1f us cold L2 (median), %.1f us warm (mean of 200 back-to-back)\n",
@@ -367,6 +397,7 @@ static int run(const char *json, int iters, int warmup, int64_t B, int64_t H, in
         cli_json_str(&j, "flop", "4 * kept_tiles * 128 * 128 * D over all (batch, head) layouts; diagonal tiles counted whole");
         cli_json_str(&j, "timing", "CUDA events, median, L2 flushed before each iteration");
         cli_json_int(&j, "iters", iters);
+        cli_json_int(&j, "variant", variant);
         cli_json_end(&j);
         cli_json_num(&j, "cublas_bf16_gemm_8192_tflops", gemm_tflops);
         cli_json_arr(&j, "results");
@@ -384,6 +415,9 @@ static int run(const char *json, int iters, int warmup, int64_t B, int64_t H, in
             cli_json_num(&j, "tflops_variant0_4w_32rows", r->tflops_var[0]);
             cli_json_num(&j, "tflops_variant1_8w_16rows_2cta", r->tflops_var[1]);
             cli_json_num(&j, "tflops_variant2_8w_16rows_1cta", r->tflops_var[2]);
+            cli_json_num(&j, "tflops_mma_default_build", r->tflops_mma);
+            cli_json_num(&j, "tflops_hopper_persistent", r->tflops_persist);
+            cli_json_num(&j, "tflops_hopper_cta_per_item", r->tflops_per_item);
             cli_json_num(&j, "spot_check_rel_err", r->err);
             cli_json_num(&j, "gate_ms", r->gate_ms);
             cli_json_num(&j, "gate_share_of_attention", r->gate_share);
@@ -397,6 +431,7 @@ static int run(const char *json, int iters, int warmup, int64_t B, int64_t H, in
         cli_json_num(&j, "noncausal_us_warm", small_warm[0]);
         cli_json_num(&j, "causal_us_cold_l2", small_cold[1]);
         cli_json_num(&j, "causal_us_warm", small_warm[1]);
+        cli_json_str(&j, "kernel", small_kernel);
         cli_json_end(&j);
         cli_json_finish(&j);
         fclose(f);
@@ -413,7 +448,8 @@ int cmd_attention(int argc, char **argv)
 {
     const char *json = "bench/results/attention.json", *dims_s = "128,64", *dens_s = "0.10,0.25,0.50,1.0";
     int64_t iters = 5, warmup = 2, B = 4, H = 16, S = 8192;
-    int variants = 0, quick = 0;
+    int variants = 0, quick = 0, compare = 0;
+    int64_t variant = 0;
     cli_opt opts[] = {
         CLI_OPT_STR("json", &json, "JSON output file"),
         CLI_OPT_INT("iters", &iters, 1, 1000, "timed iterations per config (median)"),
@@ -425,6 +461,9 @@ int cmd_attention(int argc, char **argv)
         CLI_OPT_STR("densities", &dens_s, "tile densities, e.g. 0.10,0.25,0.50,1.0"),
         CLI_OPT_FLAG("variants", &variants, "also time the other builds of the 128-row kernel (see attention_fwd.cu)"),
         CLI_OPT_FLAG("quick", &quick, "S=2048, one iteration"),
+        CLI_OPT_INT("variant", &variant, 0, 7,
+                    "kernel choice (0 default, 3 mma.sync only, 4 Hopper kernel first; 5 persistent, 7 CTA per item)"),
+        CLI_OPT_FLAG("compare", &compare, "also time the mma.sync kernel and both Hopper schedules on every config"),
     };
     char *pos[1];
     int npos;
@@ -442,9 +481,11 @@ int cmd_attention(int argc, char **argv)
     if (nd < 0 || ndens < 0) return CLI_USAGE;
     if (quick) { S = 2048; iters = 1; warmup = 1; }
 #ifdef BSK_WITH_CUDA
-    return run(json, (int)iters, (int)warmup, B, H, S, dims, nd, dens, ndens, variants);
+    return run(json, (int)iters, (int)warmup, B, H, S, dims, nd, dens, ndens, variants, (int)variant, compare);
 #else
     (void)variants;
+    (void)variant;
+    (void)compare;
     fprintf(stderr, "bsk attention: this build has no CUDA backend\n");
     return CLI_FAIL;
 #endif

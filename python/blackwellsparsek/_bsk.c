@@ -1338,6 +1338,118 @@ done:
     return ret;
 }
 
+/* A float32 [batch, heads, seq_q] operand (lse, d_lse): contiguous, `want` entries. */
+static int lse_arg(const view *v, int64_t want)
+{
+    char b[32];
+    if (v->dtype.code != BSK_DL_FLOAT || v->dtype.bits != 32 || v->dtype.lanes != 1) {
+        fail(BSK_ERR_UNSUPPORTED, "%s has dtype %s; it must be float32", v->name, dtype_text(v->dtype, b, sizeof b));
+        return -1;
+    }
+    if (!is_compact(v)) {
+        fail(BSK_ERR_BAD_LAYOUT, "%s must be contiguous [batch, heads, seq_q]", v->name);
+        return -1;
+    }
+    int64_t cnt = 1;
+    for (int i = 0; i < v->ndim; i++) cnt *= v->shape[i];
+    if (cnt != want) {
+        fail(BSK_ERR_SHAPE_MISMATCH, "%s has %lld entries; [batch, heads, seq_q] = %lld expected", v->name,
+             (long long)cnt, (long long)want);
+        return -1;
+    }
+    return 0;
+}
+
+static const char attention_bwd_doc[] =
+    "attention_backward(ctx, q, k, v, o, d_o, lse, dq, dk, dv, layout, d_lse=None, kv_lens=None, scale=0.0,\n"
+    "                   causal=False, causal_offset=0, order=0, stream=0, dlpack_stream=None)\n"
+    "Block-sparse attention backward (bsk_attention_backward) into dq, dk, dv. q, o, d_o, dq: q's shape; k, v,\n"
+    "dk, dv: k's shape (order as for attention_forward); lse (and d_lse, optional): float32 [batch, heads, seq_q].\n"
+    "The same layout, kv_lens, scale and causal rule as the forward.";
+
+static PyObject *py_attention_backward(PyObject *Py_UNUSED(m), PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"ctx", "q", "k", "v", "o", "d_o", "lse", "dq", "dk", "dv", "layout", "d_lse", "kv_lens",
+                             "scale", "causal", "causal_offset", "order", "stream", "dlpack_stream", NULL};
+    PyObject *octx, *ot[9], *olay, *odl_lse = Py_None, *okv = Py_None, *ostream = NULL, *odl = Py_None;
+    double scale = 0.0;
+    int causal = 0, order = 0;
+    long long off = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOOOOOOOOO|OOdpLiOO:attention_backward", kwlist, &octx, &ot[0],
+                                     &ot[1], &ot[2], &ot[3], &ot[4], &ot[5], &ot[6], &ot[7], &ot[8], &olay, &odl_lse,
+                                     &okv, &scale, &causal, &off, &order, &ostream, &odl))
+        return NULL;
+    bsk_context *ctx = context_of(octx);
+    void *stream;
+    if (!ctx || stream_arg(ostream, &stream)) return NULL;
+    if (order != 0 && order != 1) return fail(BSK_ERR_INVALID_ARGUMENT, "attention: order must be 0 (bshd) or 1 (bhsd)");
+    static const char *names[9] = {"q", "k", "v", "out", "grad_out", "lse", "grad_q", "grad_k", "grad_v"};
+    view vw[11]; /* the nine above, d_lse, kv_lens */
+    view *all[11];
+    for (int i = 0; i < 11; i++) memset(&vw[i], 0, sizeof(view));
+    layout_arg la;
+    memset(&la, 0, sizeof la);
+    int n = 9;
+    PyObject *ret = NULL;
+    for (int i = 0; i < 9; i++) {
+        if (view_get(&vw[i], ot[i], names[i], odl)) goto done;
+        all[i] = &vw[i];
+    }
+    if (odl_lse != Py_None) {
+        if (view_get(&vw[9], odl_lse, "grad_lse", odl)) goto done;
+        all[n++] = &vw[9];
+    }
+    if (okv != Py_None) {
+        if (view_get(&vw[10], okv, "kv_lens", odl)) goto done;
+        all[n++] = &vw[10];
+    }
+    if (layout_arg_get(&la, olay, odl)) goto done;
+    bsk_memory mem;
+    int dev;
+    bsk_attention_bwd_params p;
+    memset(&p, 0, sizeof p);
+    bsk_attn_tensor *ts[8] = {&p.q, &p.k, &p.v, &p.o, &p.d_o, &p.dq, &p.dk, &p.dv};
+    const int vi[8] = {0, 1, 2, 3, 4, 6, 7, 8};
+    if (same_place(all, n, &mem, &dev) || layout_place(&la, mem, dev, "q")) goto done;
+    for (int i = 0; i < 8; i++)
+        if (as_attn_tensor(&vw[vi[i]], order, mem, ts[i])) goto done;
+    if (check_qk(&p.q, &p.k, "attention backward")) goto done;
+    for (int i = 2; i < 8; i++)
+        if (ts[i]->dtype != p.q.dtype) {
+            fail(BSK_ERR_UNSUPPORTED, "attention backward: q, k, v, out, grad_out and the gradients must have one dtype");
+            goto done;
+        }
+    if (lse_arg(&vw[5], p.q.batch * p.q.heads * p.q.seq)) goto done;
+    p.lse = (const float *)vw[5].data;
+    if (odl_lse != Py_None) {
+        if (lse_arg(&vw[9], p.q.batch * p.q.heads * p.q.seq)) goto done;
+        p.d_lse = (const float *)vw[9].data;
+    }
+    if (okv != Py_None) {
+        if (kv_lens_arg(&vw[10], p.q.batch)) goto done;
+        p.kv_lens = (const int32_t *)vw[10].data;
+    }
+    if (!isfinite(scale)) {
+        fail(BSK_ERR_INVALID_ARGUMENT, "attention backward: scale must be finite");
+        goto done;
+    }
+    p.layout = &la.L;
+    p.scale = (float)scale;
+    p.causal = causal;
+    p.causal_offset = off;
+    bsk_status s;
+    Py_BEGIN_ALLOW_THREADS
+    s = prepare_device(ctx, mem, dev, stream);
+    if (!s) s = bsk_attention_backward(ctx, &p);
+    Py_END_ALLOW_THREADS
+    if (s) { status_error("bsk_attention_backward", s); goto done; }
+    ret = Py_NewRef(Py_None);
+done:
+    layout_arg_release(&la);
+    for (int i = 0; i < 11; i++) view_release(&vw[i]);
+    return ret;
+}
+
 static const char topk_doc[] =
     "topk_block_layout(ctx, q, k, out, top_k, kv_lens=None, causal=False, causal_offset=0, keep_first=True,\n"
     "                  keep_diagonal=True, w_q=None, w_k=None, order=0, stream=0, dlpack_stream=None)\n"
@@ -1515,6 +1627,8 @@ static PyMethodDef module_methods[] = {
     {"make_error", py_make_error, METH_VARARGS, "make_error(code, message) -> BSKError instance."},
     {"device_query", py_device_query, METH_NOARGS, "bsk_device_query() as a dict ('available': False without GPU)."},
     {"attention_forward", (PyCFunction)(void (*)(void))py_attention, METH_VARARGS | METH_KEYWORDS, attention_doc},
+    {"attention_backward", (PyCFunction)(void (*)(void))py_attention_backward, METH_VARARGS | METH_KEYWORDS,
+     attention_bwd_doc},
     {"topk_block_layout", (PyCFunction)(void (*)(void))py_topk, METH_VARARGS | METH_KEYWORDS, topk_doc},
     {"attn_layout_dense", py_layout_dense, METH_VARARGS,
      "attn_layout_dense(seq_q, seq_k, block_q, block_k) -> AttnLayout (host): every tile."},

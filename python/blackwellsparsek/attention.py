@@ -18,8 +18,9 @@ from . import _dlpack
 from .ops import _launch, _pair, _same_device, _to_int32
 
 _ORDERS = {"bshd": 0, "bhsd": 1}
-BACKWARD_MESSAGE = ("bsk.block_sparse_attention: attention backward is not implemented yet (libbsk has the forward "
-                    "pass only); run it under torch.no_grad() / torch.inference_mode(), or detach q, k and v")
+# Raised when something differentiates through the attention backward itself (double backward).
+BACKWARD_MESSAGE = ("bsk.block_sparse_attention: the attention backward (bsk_attention_backward) is not itself "
+                    "differentiable: double backward / create_graph=True through it is not implemented")
 
 
 def _order(layout_order):
@@ -401,6 +402,15 @@ def _attention_into(q, k, v, out, lse, layout_tuple, kv_lens, scale, causal, cau
     _launch(fn, q.device, q.detach(), k.detach(), v.detach(), out.detach(), layout_tuple)
 
 
+def _attention_backward_into(d_out, q, k, v, out, lse, d_lse, dq, dk, dv, layout_tuple, kv_lens, scale, causal,
+                             causal_offset, bhsd):
+    fn = functools.partial(_bsk.attention_backward, d_lse=None if d_lse is None else d_lse.detach(),
+                           kv_lens=None if kv_lens is None else kv_lens.detach(), scale=float(scale),
+                           causal=bool(causal), causal_offset=int(causal_offset), order=int(bhsd))
+    _launch(fn, q.device, q.detach(), k.detach(), v.detach(), out.detach(), d_out.detach(), lse.detach(), dq.detach(),
+            dk.detach(), dv.detach(), layout_tuple)
+
+
 def _topk_into(q, k, out_tuple, top_k, kv_lens, causal, causal_offset, keep_first, keep_diagonal, proj_q, proj_k, bhsd):
     fn = functools.partial(_bsk.topk_block_layout, kv_lens=None if kv_lens is None else kv_lens.detach(),
                            causal=bool(causal), causal_offset=int(causal_offset), keep_first=bool(keep_first),
@@ -433,12 +443,66 @@ def _attention_fake(q, k, v, full_count, full_idx, part_count, part_idx, kv_lens
     return q.new_empty(q.shape), q.new_empty((b, h, s), dtype=torch.float32)
 
 
+@torch.library.custom_op("bsk::block_sparse_attention_backward", mutates_args=())
+def _attention_backward_op(d_out: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor,
+                           lse: torch.Tensor, d_lse: Optional[torch.Tensor], full_count: torch.Tensor,
+                           full_idx: torch.Tensor, part_count: torch.Tensor, part_idx: torch.Tensor,
+                           kv_lens: Optional[torch.Tensor], seq_q: int, seq_k: int, block_q: int, block_k: int,
+                           scale: float, causal: bool, causal_offset: int,
+                           bhsd: bool) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(dq, dk, dv) of block_sparse_attention (bsk_attention_backward): fresh tensors of q's / k's / v's shape
+    and dtype, every element written."""
+    dq = torch.empty(q.shape, dtype=q.dtype, device=q.device)
+    dk = torch.empty(k.shape, dtype=k.dtype, device=k.device)
+    dv = torch.empty(v.shape, dtype=v.dtype, device=v.device)
+    lay = (seq_q, seq_k, block_q, block_k, full_count.shape[0], full_count.shape[1], full_idx.shape[3], full_count,
+           full_idx, part_count, part_idx)
+    _attention_backward_into(d_out, q, k, v, out, lse, d_lse, dq, dk, dv, lay, kv_lens, scale, causal, causal_offset,
+                             bhsd)
+    return dq, dk, dv
+
+
+@_attention_backward_op.register_fake
+def _attention_backward_fake(d_out, q, k, v, out, lse, d_lse, full_count, full_idx, part_count, part_idx, kv_lens,
+                             seq_q, seq_k, block_q, block_k, scale, causal, causal_offset, bhsd):
+    return q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
+
+
+def _no_double_backward(ctx, *grads):
+    raise NotImplementedError(BACKWARD_MESSAGE)
+
+
+_attention_backward_op.register_autograd(_no_double_backward, setup_context=lambda ctx, inputs, output: None)
+
+
 def _attention_setup(ctx, inputs, output):
-    pass
+    (q, k, v, full_count, full_idx, part_count, part_idx, kv_lens, seq_q, seq_k, block_q, block_k, scale, causal,
+     causal_offset, bhsd) = inputs
+    out, lse = output
+    ctx.save_for_backward(q, k, v, out, lse, full_count, full_idx, part_count, part_idx, kv_lens)
+    ctx.bsk_args = (seq_q, seq_k, block_q, block_k, scale, causal, causal_offset, bhsd)
 
 
 def _attention_backward(ctx, d_out, d_lse):
-    raise NotImplementedError(BACKWARD_MESSAGE)
+    """Gradients for q, k and v (libbsk's deterministic backward); None for the layout, kv_lens and the
+    scalars. A gradient reaching lse (return_lse=True and a loss that uses it) is passed on as d_lse."""
+    q, k, v, out, lse, full_count, full_idx, part_count, part_idx, kv_lens = ctx.saved_tensors
+    none = (None,) * 13
+    if not any(ctx.needs_input_grad[:3]):
+        return (None, None, None) + none
+    if d_out is None:
+        d_out = torch.zeros_like(out)
+    # libbsk reads each head vector as contiguous memory; grads of .sum() and friends arrive as stride-0 expands
+    if d_out.dtype != out.dtype:
+        d_out = d_out.to(out.dtype)
+    if d_out.dim() == 4 and d_out.shape[3] > 1 and d_out.stride(3) != 1:
+        d_out = d_out.contiguous()
+    if d_lse is not None:
+        d_lse = d_lse.to(torch.float32).contiguous()
+    dq, dk, dv = _attention_backward_op(d_out, q, k, v, out, lse, d_lse, full_count, full_idx, part_count, part_idx,
+                                        kv_lens, *ctx.bsk_args)
+    return (dq if ctx.needs_input_grad[0] else None, dk if ctx.needs_input_grad[1] else None,
+            dv if ctx.needs_input_grad[2] else None) + none
 
 
 _attention_op.register_autograd(_attention_backward, setup_context=_attention_setup)
@@ -499,7 +563,9 @@ def block_sparse_attention(q, k, v, layout, causal=None, scale=None, layout_orde
     seq_q], the natural-log sum of exp of the kept scores.
     out=: write into this tensor instead (no autograd); nothing is written when the call is refused.
 
-    Differentiable? No: the backward raises NotImplementedError (libbsk has the forward pass only).
+    Differentiable in q, k and v (libbsk's bsk_attention_backward: FlashAttention backward over the same
+    tiles, GQA gradients summed over the shared heads, bitwise deterministic; a loss on the returned lse is
+    honoured too). Not twice differentiable.
     """
     bhsd = bool(_order(layout_order))
     for name, t in (("q", q), ("k", k), ("v", v)):

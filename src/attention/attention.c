@@ -102,7 +102,13 @@ static bsk_status check_kv_lens(const int32_t *kv_lens, int64_t batch, int64_t s
     return BSK_SUCCESS;
 }
 
-bsk_status bsk_attention_forward(bsk_context *ctx, const bsk_attention_params *p)
+/* Shared with the backward front end (attention_bwd.c), declared in attention_internal.h. */
+bsk_status bsk__attn_check_tensor(const bsk_attn_tensor *t) { return check_tensor(t); }
+int bsk__attn_self_overlaps(const bsk_attn_tensor *t) { return self_overlaps(t); }
+int bsk__attn_overlaps(const void *a, int64_t abytes, const void *b, int64_t bbytes) { return overlaps(a, abytes, b, bbytes); }
+int64_t bsk__attn_tensor_bytes(const bsk_attn_tensor *t) { return tensor_bytes(t); }
+
+bsk_status bsk__attention_check(bsk_context *ctx, const bsk_attention_params *p, int o_out, bsk__attn_dims *dims)
 {
     bsk_status s;
     if (!ctx || !p || !p->layout) return BSK_ERR_NULL_POINTER;
@@ -132,15 +138,24 @@ bsk_status bsk_attention_forward(bsk_context *ctx, const bsk_attention_params *p
     if ((s = check_kv_lens(p->kv_lens, q->batch, k->seq, m))) return s;
     if ((s = check_layout_full(L))) return s;
     int64_t lse_bytes = q->batch * q->heads * q->seq * 4, ob = tensor_bytes(o);
-    if (self_overlaps(o) || overlaps(o->data, ob, q->data, tensor_bytes(q)) ||
+    if (o_out && (self_overlaps(o) || overlaps(o->data, ob, q->data, tensor_bytes(q)) ||
         overlaps(o->data, ob, k->data, tensor_bytes(k)) || overlaps(o->data, ob, v->data, tensor_bytes(v)) ||
         overlaps(o->data, ob, p->lse, lse_bytes) || overlaps(p->lse, lse_bytes, q->data, tensor_bytes(q)) ||
-        overlaps(p->lse, lse_bytes, k->data, tensor_bytes(k)) || overlaps(p->lse, lse_bytes, v->data, tensor_bytes(v)))
+        overlaps(p->lse, lse_bytes, k->data, tensor_bytes(k)) || overlaps(p->lse, lse_bytes, v->data, tensor_bytes(v))))
         return BSK_ERR_INVALID_ARGUMENT;
-    if (tensor_elems(q) == 0) return BSK_SUCCESS;
     bsk__attn_dims d = {q->batch, q->heads, k->heads, q->seq, k->seq, q->dim, bsk_attn_layout_mq(L),
                         bsk_attn_layout_nb(L), p->scale != 0.0f ? p->scale : (float)(1.0 / sqrt((double)q->dim))};
-    if (m == BSK_MEM_HOST) {
+    *dims = d;
+    return BSK_SUCCESS;
+}
+
+bsk_status bsk_attention_forward(bsk_context *ctx, const bsk_attention_params *p)
+{
+    bsk__attn_dims d;
+    bsk_status s = bsk__attention_check(ctx, p, 1, &d);
+    if (s) return s;
+    if (tensor_elems(&p->q) == 0) return BSK_SUCCESS;
+    if (p->q.mem == BSK_MEM_HOST) {
         ctx->last_kernel = "cpu-attention";
         return bsk_cpu_attention_forward(p, &d);
     }

@@ -67,15 +67,28 @@ static inline BSK_HD int64_t bsk__topk_diagonal(int64_t bk, int64_t q1, int64_t 
     return bsk__topk_candidate(key / bk, bk, q1, kv_len, causal, off) ? key / bk : -1;
 }
 
+/* ---- front-end checks shared by the forward and the backward (src/attention/attention.c) */
+/* Every check bsk_attention_forward makes of p (o_out = 1: O and lse are outputs and must not overlap
+   inputs; 0: they are inputs, as in the backward), then *dims. Nothing is written. */
+bsk_status bsk__attention_check(bsk_context *ctx, const bsk_attention_params *p, int o_out, bsk__attn_dims *dims);
+bsk_status bsk__attn_check_tensor(const bsk_attn_tensor *t);  /* one view: sizes, strides, dtype, pointer */
+int bsk__attn_self_overlaps(const bsk_attn_tensor *t);        /* a view that would write an element twice */
+int bsk__attn_overlaps(const void *a, int64_t abytes, const void *b, int64_t bbytes);
+int64_t bsk__attn_tensor_bytes(const bsk_attn_tensor *t);     /* byte span of a view */
+
 /* ---- CPU backend (src/attention/attention_cpu.c, topk_cpu.c). Arguments validated, host memory. */
 bsk_status bsk_cpu_attention_forward(const bsk_attention_params *p, const bsk__attn_dims *d);
 bsk_status bsk_cpu_topk_block_layout(const bsk_topk_params *p, const bsk__attn_dims *d, bsk_attn_layout *out);
+/* Backward (src/attention/attention_bwd_cpu.c). */
+bsk_status bsk_cpu_attention_backward(const bsk_attention_bwd_params *p, const bsk__attn_dims *d);
 
 /* ---- CUDA backend (src/cuda/attention/). Arguments validated, device memory (O(1) checks only).
    Launch on ctx->stream, set ctx->last_kernel. */
 bsk_status bsk_cuda_attention_forward(bsk_context *ctx, const bsk_attention_params *p, const bsk__attn_dims *d);
 bsk_status bsk_cuda_topk_block_layout(bsk_context *ctx, const bsk_topk_params *p, const bsk__attn_dims *d,
                                       bsk_attn_layout *out);
+/* Backward (src/cuda/attention/attention_bwd.cu). */
+bsk_status bsk_cuda_attention_backward(bsk_context *ctx, const bsk_attention_bwd_params *p, const bsk__attn_dims *d);
 /* Test hook (src/attention/attention.c): nonzero forces the CUDA-core attention kernel even where the
    tensor-core one applies, so tests can check both. */
 extern int bsk__attn_simt_forced;

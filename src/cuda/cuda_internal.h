@@ -59,6 +59,10 @@ bsk_status bsk_cuda_tindex_get(bsk_context *ctx, const bsk_bsr *A, bsk_tindex *t
 void bsk_cuda_tindex_done(bsk_context *ctx, const bsk_tindex *ti);
 /* Frees every cached index (called by bsk_cuda_release). */
 void bsk_cuda_pattern_cache_release(struct bsk_cuda_state *st);
+/* Exclusive prefix sum of counts[0..n) into ptr[0..n] (ptr[n] = the total) on `stream` by the one-CTA scan
+   the transpose index uses; counts[c] becomes ptr[c] too. Also builds the attention backward's transposed
+   layout (src/cuda/attention/attention_bwd.cu). */
+bsk_status bsk_cuda_exclusive_scan_i32(int32_t *counts, int32_t *ptr, int64_t n, cudaStream_t stream);
 
 /* Test hooks (tests/test_gpu.c): run one kernel family directly, 0 = Hopper, 1 = portable tensor-core,
    2 = SIMT, on arguments that already passed bsk_spmm's / bsk_sddmm's checks. */
@@ -81,6 +85,10 @@ bsk_status bsk_simt_spmm(bsk_context *ctx, bsk_op op, float alpha, const bsk_bsr
                          float beta, bsk_dense *C);
 bsk_status bsk_hopper_sddmm(bsk_context *ctx, float alpha, const bsk_dense *X, const bsk_dense *Y, float beta,
                             bsk_bsr *out);
+/* Hopper TMA + wgmma block-sparse attention forward (src/cuda/hopper/attention_hopper.cu); arguments validated
+   by bsk_attention_forward. Sets ctx->last_kernel ("hopper-attn-wgmma") when it launches. */
+struct bsk__attn_dims;
+bsk_status bsk_hopper_attention_forward(bsk_context *ctx, const bsk_attention_params *p, const struct bsk__attn_dims *d);
 bsk_status bsk_portable_sddmm(bsk_context *ctx, float alpha, const bsk_dense *X, const bsk_dense *Y, float beta,
                               bsk_bsr *out);
 bsk_status bsk_simt_sddmm(bsk_context *ctx, float alpha, const bsk_dense *X, const bsk_dense *Y, float beta,

@@ -222,3 +222,9 @@ void bsk_cuda_pattern_cache_release(struct bsk_cuda_state *st)
         en->used = 0;
     }
 }
+
+bsk_status bsk_cuda_exclusive_scan_i32(int32_t *counts, int32_t *ptr, int64_t n, cudaStream_t stream)
+{
+    tindex_scan<<<1, SCAN_THREADS, 0, stream>>>(counts, ptr, n);
+    return BSK_CUDA_LAUNCH_CHECK();
+}

@@ -443,7 +443,8 @@ bsk_status launch_mma(const AttnArgs &a, int64_t ctas, cudaStream_t stream)
 }
 
 /* Builds of the 128-row kernel (bsk__attn_variant; `bsk attention --variants` times them all):
-     0: 4 warps x 32 rows, two CTAs per SM (default: K/V fragments reused for two row tiles)
+     0: 4 warps x 32 rows, two CTAs per SM (default: K/V fragments reused for two row tiles; 3 is the same
+        build, never preceded by the Hopper kernel; 4..7 ask for the Hopper kernel: see below)
      1: 8 warps x 16 rows, squeezed to 128 registers for two CTAs per SM (a few bytes of spill)
      2: 8 warps x 16 rows, one CTA per SM
    The 64-row kernel is 4 warps x 16 rows. */
@@ -497,6 +498,17 @@ extern "C" bsk_status bsk_cuda_attention_forward(bsk_context *ctx, const bsk_att
     int mma_ok = !bsk__attn_simt_forced && st->cc_major >= 8 && p->q.dtype != BSK_F32 &&
                  (d->dim == 64 || d->dim == 128) && (L->block_q == 64 || L->block_q == 128) && L->block_k % 64 == 0 &&
                  vec_ok && ctas <= INT32_MAX;
+    /* Hopper (cc 9.0): the TMA + wgmma kernel first (src/cuda/hopper/attention_hopper.cu; it declines what it does
+       not take: block sizes other than 128, negative scales, strides TMA cannot express). bsk__attn_variant 0
+       takes it when HOPPER_DEFAULT says so (1 since it was measured correct and 2.2-2.9x faster on an H100,
+       docs/attention-notes.md), 4..7 ask for it (5..7 pick its schedule: attention_hopper.cu), 1..3 keep the
+       mma.sync kernel (3: its default build; tests and benchmarks compare the two). */
+    static const int HOPPER_DEFAULT = 1;
+    const int hv = bsk__attn_variant;
+    if (mma_ok && ((hv >= 4 && hv <= 7) || (hv == 0 && HOPPER_DEFAULT)) && st->cc_major == 9 && st->cc_minor == 0) {
+        bsk_status hs = bsk_hopper_attention_forward(ctx, p, d);
+        if (hs != BSK_ERR_UNSUPPORTED) return hs;
+    }
     if (mma_ok) {
         ctx->last_kernel = "cuda-attention-mma";
         return p->q.dtype == BSK_F16 ? launch_mma_d<__half>(a, ctas, stream) : launch_mma_d<__nv_bfloat16>(a, ctas, stream);

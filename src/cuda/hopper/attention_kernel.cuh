@@ -1,0 +1,492 @@
+/* attention_kernel.cuh — the Hopper (sm_90a) block-sparse attention forward kernel, FlashAttention-3 structure.
+
+   Work item = (batch, head, 128-row query block). Either one CTA per item (PERSIST = false) or a persistent
+   grid of one CTA per SM taking items from an atomic counter (PERSIST = true), in the same order: (b, h)
+   major so that CTAs running together share K and V in L2, each head's longest query blocks first when
+   causal. 384 threads in three warpgroups:
+     - WG0, the producer (setmaxnreg.dec): one warp. Per item: compacts the query block's kept key tiles
+       (the layout's full list, then its partial list, as attention_fwd.cu walks them; tiles out of range or
+       entirely masked by kv_len / causality are dropped) into shared memory, TMA-loads the Q tile into one of
+       two Q buffers (issued before the list is read; the next item's Q lands while the current one is still
+       computed) and publishes an item record, then TMA-loads each K tile and V tile (128 keys x D, 128-byte swizzled 64-column panels)
+       into STAGES-deep rings, K and V on separate mbarriers so S = Q·Kᵀ can start before V has landed; the
+       tile's key start travels with the K stage. A V tile that crosses a per-batch key length is zeroed
+       past it before the consumers see it (the rows are real memory the caller may not have initialised;
+       P there is 0, but 0 · NaN is not).
+     - WG1, WG2, the consumers (setmaxnreg.inc): 64 query rows each. Per key tile t one "slot" issues
+       S_t = Q·K_tᵀ (wgmma m64n128k16, both operands K-major from shared memory) and, behind it,
+       O += P_{t-1}·V_{t-1} (wgmma m64nDk16 with P as the A operand in registers, V N-major from shared
+       memory); then the softmax of S_t runs while the P·V GEMM is still in the tensor cores (FA3's
+       intra-warpgroup overlap). The two consumers take turns issuing (two named barriers: FA3's
+       ping-pong), so one warpgroup's softmax overlaps the other's GEMMs.
+   Softmax is online, fp32, in base 2 with the scale folded into one FFMA (the launcher only sends
+   positive scales here), exactly the masking rule of attention_fwd.cu: inside a tile that crosses kv_len
+   or the causal diagonal, key x is hidden from row y iff x >= kv_len - k0 or (causal) x > y + q0 + off - k0.
+   A row with nothing visible keeps m = -inf, l = 0 and ends with O = 0, LSE = -inf.
+   Epilogue: each consumer normalises its 64 rows, writes LSE, stages O (16-bit, swizzled) over its own rows
+   of the item's Q buffer and TMA-stores it (rows past seq_q are clipped by the tensor map); the buffer goes
+   back to the producer once the store has read it.
+   Malformed device layouts: counts are clamped to [0, capacity], key blocks outside [0, nb) are dropped, and
+   at most MAXT tiles are kept (the launcher guarantees 2·capacity <= MAXT), so nothing is read or written
+   out of bounds. */
+#ifndef BSK_HOPPER_ATTENTION_KERNEL_CUH
+#define BSK_HOPPER_ATTENTION_KERNEL_CUH
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda.h>
+#include <math.h>
+#include "ptx.cuh"
+#include "../../internal.h" /* bsk_dtype values as template arguments */
+
+namespace bsk_hopper {
+
+/* Plain parameters (the tensor maps travel as __grid_constant__ kernel arguments). */
+struct AttnHParams {
+    float *lse;
+    const int32_t *full_count, *full_idx, *part_count, *part_idx, *kv_lens;
+    int64_t off;
+    int seq_q, seq_k;
+    int heads, group, mq, nb, cap, lay_b, lay_h, causal;
+    float scale_log2; /* scale · log2(e) > 0 */
+    unsigned *counter;  /* PERSIST: work-queue head, zeroed before the launch */
+    unsigned total;     /* items: batch * heads * mq */
+};
+
+/* Shared-memory plan: two Q buffers, K ring, V ring (each tile = D/64 panels of 128 rows x 128 bytes, 16 KB
+   per panel), the barriers, two item records, the key start of each K stage, the producer's tile list. */
+template <int D_, int STAGES_> struct AttnCfg {
+    static constexpr int D = D_;
+    static constexpr int STAGES = STAGES_;
+    static constexpr int PANELS = D_ / 64;
+    static constexpr int PANEL = 16384;                  /* 128 rows x 64 elements x 2 bytes */
+    static constexpr int TILE = PANELS * PANEL;          /* bytes of a 128-row tile          */
+    static constexpr int Q_OFF = 0;                      /* two Q buffers                    */
+    static constexpr int K_OFF = 2 * TILE;
+    static constexpr int V_OFF = K_OFF + STAGES_ * TILE;
+    /* barriers: qfull[2], qempty[2], aux, kfull[S], kempty[S], vfull[S], vempty[S] */
+    static constexpr int BAR_OFF = V_OFF + STAGES_ * TILE;
+    static constexpr int REC_OFF = BAR_OFF + ((5 + 4 * STAGES_) * 8 + 15) / 16 * 16; /* 2 x int4 x 2 */
+    static constexpr int KMETA_OFF = REC_OFF + 64;       /* int per K stage                   */
+    static constexpr int MAXT = 2048;                    /* tiles per query block             */
+    static constexpr int LIST_OFF = KMETA_OFF + (STAGES_ * 4 + 15) / 16 * 16;
+    static constexpr int SMEM = LIST_OFF + MAXT * 4 + 1024; /* + slack to align the base to 1024 */
+    static constexpr int THREADS = 384;
+};
+
+/* Registers per thread after setmaxnreg (the CTA got 384 x 168 at launch). */
+constexpr int ATTN_PRODUCER_REGS = 56, ATTN_CONSUMER_REGS = 224;
+static_assert(128 * ATTN_PRODUCER_REGS + 256 * ATTN_CONSUMER_REGS <= 384 * 168, "register budget");
+
+template <int DT> struct AttnOps;
+template <> struct AttnOps<BSK_F16> {
+    static __device__ __forceinline__ uint32_t pack(float a, float b)
+    {
+        __half2 h = __floats2half2_rn(a, b); /* a in the low half: the lower column */
+        return *reinterpret_cast<uint32_t *>(&h);
+    }
+    static __device__ __forceinline__ void qk(float *s, uint64_t da, uint64_t db, int acc)
+    {
+        wgmma_m64n128k16_f16<0, 0>(s, da, db, acc);
+    }
+    template <int D>
+    static __device__ __forceinline__ void pv(float *o, uint32_t *pa, uint64_t db)
+    {
+        if (D == 128) wgmma_m64n128k16_rs_f16<1>(o, pa[0], pa[1], pa[2], pa[3], db, 1);
+        else wgmma_m64n64k16_rs_f16<1>(o, pa[0], pa[1], pa[2], pa[3], db, 1);
+    }
+};
+template <> struct AttnOps<BSK_BF16> {
+    static __device__ __forceinline__ uint32_t pack(float a, float b)
+    {
+        __nv_bfloat162 h = __floats2bfloat162_rn(a, b);
+        return *reinterpret_cast<uint32_t *>(&h);
+    }
+    static __device__ __forceinline__ void qk(float *s, uint64_t da, uint64_t db, int acc)
+    {
+        wgmma_m64n128k16_bf16<0, 0>(s, da, db, acc);
+    }
+    template <int D>
+    static __device__ __forceinline__ void pv(float *o, uint32_t *pa, uint64_t db)
+    {
+        if (D == 128) wgmma_m64n128k16_rs_bf16<1>(o, pa[0], pa[1], pa[2], pa[3], db, 1);
+        else wgmma_m64n64k16_rs_bf16<1>(o, pa[0], pa[1], pa[2], pa[3], db, 1);
+    }
+};
+
+__device__ __forceinline__ float attn_exp2(float x)
+{
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x)); /* ex2(-inf) = +0, as the masking relies on */
+    return y;
+}
+
+template <int DT, int D, int STAGES, bool PERSIST>
+__global__ void __launch_bounds__(384, 1)
+    attn_hopper_kernel(const __grid_constant__ CUtensorMap tmQ, const __grid_constant__ CUtensorMap tmK,
+                       const __grid_constant__ CUtensorMap tmV, const __grid_constant__ CUtensorMap tmO,
+                       const AttnHParams p)
+{
+    typedef AttnCfg<D, STAGES> CF;
+    extern __shared__ uint8_t smem_raw[];
+    uint8_t *smem = (uint8_t *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
+    const uint32_t sb = smem_u32(smem);
+    const uint32_t qfull0 = sb + CF::BAR_OFF, qempty0 = qfull0 + 16, aux = qfull0 + 32, kfull0 = qfull0 + 40,
+                   kempty0 = kfull0 + 8 * STAGES, vfull0 = kempty0 + 8 * STAGES, vempty0 = vfull0 + 8 * STAGES;
+    int4 *rec = (int4 *)(smem + CF::REC_OFF); /* item record u: rec[2u] = {b, h, i, nt (-1: end)}, rec[2u+1].x = kv_len */
+    int *kmeta = (int *)(smem + CF::KMETA_OFF);
+    int *tlist = (int *)(smem + CF::LIST_OFF);
+    const int tid = threadIdx.x, wg = tid >> 7, warp = (tid >> 5) & 3, lane = tid & 31;
+    const int mq = p.mq;
+
+    if (tid == 0) {
+        for (int u = 0; u < 2; ++u) {
+            mbar_init(qfull0 + 8 * u, 1);
+            mbar_init(qempty0 + 8 * u, 2); /* one arrival per consumer warpgroup */
+        }
+        mbar_init(aux, 1);
+        for (int s = 0; s < STAGES; ++s) {
+            mbar_init(kfull0 + 8 * s, 1);
+            mbar_init(kempty0 + 8 * s, 8); /* one arrival per consumer warp */
+            mbar_init(vfull0 + 8 * s, 1);
+            mbar_init(vempty0 + 8 * s, 8);
+        }
+        mbar_init_fence();
+        tma_prefetch_desc(&tmQ);
+        tma_prefetch_desc(&tmK);
+        tma_prefetch_desc(&tmV);
+        tma_prefetch_desc(&tmO);
+    }
+    __syncthreads();
+
+    if (wg == 0) {
+        /* ------------------------------------------------------------ producer */
+        setmaxnreg_dec<ATTN_PRODUCER_REGS>();
+        if (warp == 0) {
+            uint32_t aph = 0, kt = 0; /* aux phase; K/V tiles issued so far (ring position) */
+            /* items: the queue (taken one ahead, so its latency hides behind the current item) or blockIdx */
+            unsigned item = PERSIST ? (lane == 0 ? atomicAdd(p.counter, 1u) : 0u) : blockIdx.x;
+            if (PERSIST) item = __shfl_sync(0xffffffffu, item, 0);
+            for (uint32_t n = 0;; ++n) {
+                const uint32_t u = n & 1u, uph = (n >> 1) & 1u;
+                unsigned next = p.total;
+                if (PERSIST && item < p.total) {
+                    next = lane == 0 ? atomicAdd(p.counter, 1u) : 0u;
+                    next = __shfl_sync(0xffffffffu, next, 0);
+                }
+                if (lane == 0) mbar_wait(qempty0 + 8 * u, uph ^ 1u); /* Q buffer and record u are free */
+                __syncwarp();
+                if (item >= p.total) {
+                    if (lane == 0) {
+                        rec[2 * u] = make_int4(0, 0, 0, -1);
+                        mbar_arrive(qfull0 + 8 * u);
+                    }
+                    break;
+                }
+                const int bh = (int)(item / (unsigned)mq), ii = (int)(item % (unsigned)mq);
+                const int i = p.causal ? mq - 1 - ii : ii;
+                const int h = bh % p.heads, b = bh / p.heads, hk = h / p.group;
+                const int q0 = i * 128, q_last = min(q0 + 128, p.seq_q) - 1;
+                if (lane == 0) {
+                    /* the Q tile first (it depends on nothing loaded): its bytes are announced now, the arrival
+                       that publishes the record below comes after the record is written. Rows past seq_q are
+                       zero-filled by TMA; their results are never stored. */
+                    mbar_expect_tx(qfull0 + 8 * u, CF::TILE);
+#pragma unroll
+                    for (int pn = 0; pn < CF::PANELS; ++pn)
+                        tma_load_4d(sb + CF::Q_OFF + u * CF::TILE + pn * CF::PANEL, &tmQ, qfull0 + 8 * u, 64 * pn, q0, h, b);
+                }
+                const int kv_len = p.kv_lens ? min(max(p.kv_lens[b], 0), p.seq_k) : p.seq_k;
+                /* Compact the kept tiles, in list order: full list, then partial list. */
+                const int64_t row = ((int64_t)(p.lay_b == 1 ? 0 : b) * p.lay_h + (p.lay_h == 1 ? 0 : h)) * mq + i;
+                const int nf = min(max(p.full_count[row], 0), p.cap), np = min(max(p.part_count[row], 0), p.cap);
+                const int32_t *fl = p.full_idx + row * p.cap, *pl = p.part_idx + row * p.cap;
+                int nt = 0;
+                for (int base = 0; base < nf + np; base += 32) {
+                    const int t = base + lane;
+                    int j = -1;
+                    if (t < nf) j = fl[t];
+                    else if (t < nf + np) j = pl[t - nf];
+                    bool ok = j >= 0 && j < p.nb;
+                    if (ok) {
+                        const int k0 = j * 128;
+                        ok = k0 < kv_len && !(p.causal && (int64_t)k0 > (int64_t)q_last + p.off);
+                    }
+                    const unsigned bal = __ballot_sync(0xffffffffu, ok);
+                    const int pos = nt + __popc(bal & ((1u << lane) - 1u));
+                    if (ok && pos < CF::MAXT) tlist[pos] = j;
+                    nt += __popc(bal);
+                }
+                nt = min(nt, CF::MAXT);
+                __syncwarp();
+                if (lane == 0) {
+                    rec[2 * u] = make_int4(b, h, i, nt); /* published by this arrival (release) */
+                    rec[2 * u + 1] = make_int4(kv_len, 0, 0, 0);
+                    mbar_arrive(qfull0 + 8 * u);
+                }
+                for (int t = 0; t < nt; ++t, ++kt) {
+                    const int s = (int)(kt % STAGES);
+                    const uint32_t ph = (kt / STAGES) & 1u;
+                    const int k0 = tlist[t] * 128;
+                    const uint32_t kdst = sb + CF::K_OFF + s * CF::TILE, vdst = sb + CF::V_OFF + s * CF::TILE;
+                    if (lane == 0) {
+                        mbar_wait(kempty0 + 8 * s, ph ^ 1u);
+                        kmeta[s] = k0; /* read by the consumers before they release the stage */
+                        mbar_arrive_expect_tx(kfull0 + 8 * s, CF::TILE);
+#pragma unroll
+                        for (int pn = 0; pn < CF::PANELS; ++pn)
+                            tma_load_4d(kdst + pn * CF::PANEL, &tmK, kfull0 + 8 * s, 64 * pn, k0, hk, b);
+                        mbar_wait(vempty0 + 8 * s, ph ^ 1u);
+                    }
+                    __syncwarp();
+                    /* Rows in [kv_len, seq_k) are the caller's memory past the key length: zero them in V. (Rows
+                       past seq_k come back as zeros from TMA; K needs nothing: S there is replaced by -inf.) */
+                    const bool cut = kv_len < p.seq_k && k0 + 128 > kv_len;
+                    if (!cut) {
+                        if (lane == 0) {
+                            mbar_arrive_expect_tx(vfull0 + 8 * s, CF::TILE);
+#pragma unroll
+                            for (int pn = 0; pn < CF::PANELS; ++pn)
+                                tma_load_4d(vdst + pn * CF::PANEL, &tmV, vfull0 + 8 * s, 64 * pn, k0, hk, b);
+                        }
+                    } else {
+                        if (lane == 0) {
+                            mbar_arrive_expect_tx(aux, CF::TILE);
+#pragma unroll
+                            for (int pn = 0; pn < CF::PANELS; ++pn)
+                                tma_load_4d(vdst + pn * CF::PANEL, &tmV, aux, 64 * pn, k0, hk, b);
+                        }
+                        mbar_wait(aux, aph);
+                        aph ^= 1u;
+                        const int r0 = kv_len - k0;     /* 1..127: rows r0..127 are zeroed       */
+                        const int per = (128 - r0) * 8; /* 16-byte pieces per panel (whole rows) */
+                        for (int x = lane; x < per * CF::PANELS; x += 32) {
+                            const int pn = x / per, rem = x - pn * per;
+                            const uint32_t a = vdst + pn * CF::PANEL + r0 * 128 + rem * 16;
+                            asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(a), "r"(0u) : "memory");
+                        }
+                        fence_proxy_async_smem(); /* the generic stores, before wgmma (async proxy) reads them */
+                        __syncwarp();
+                        if (lane == 0) mbar_arrive(vfull0 + 8 * s);
+                    }
+                }
+                item = PERSIST ? next : p.total;
+            }
+        }
+    } else {
+        /* ------------------------------------------------------------ consumers */
+        setmaxnreg_inc<ATTN_CONSUMER_REGS>();
+        const int c = wg - 1, tw = tid & 127, g = lane >> 2, tq = lane & 3;
+        const int bar_mine = 1 + c, bar_other = 2 - c;
+        float o[D / 2];
+        float sa[64];
+        uint32_t pa[32];
+        float m[2], l[2];
+        int q0 = 0, kv_len = 0;
+        uint32_t qa = 0;
+        const int yb = 64 * c + 16 * warp + g; /* this thread's rows yb and yb + 8 of the query tile */
+#pragma unroll
+        for (int x = 0; x < 32; ++x) pa[x] = 0u;
+#pragma unroll
+        for (int x = 0; x < 64; ++x) sa[x] = 0.0f;
+
+        /* The slot pieces; t counts K/V tiles over the CTA's items (the ring position). Issue: S_t = Q·K_tᵀ into
+           sa (scale_d 0 on the first k step), O += P·V_t from pa. */
+        auto issue_s = [&](uint32_t t) {
+            const uint32_t ka = sb + CF::K_OFF + (t % STAGES) * CF::TILE;
+#pragma unroll
+            for (int kk = 0; kk < D / 16; ++kk) {
+                const uint32_t off = (uint32_t)(kk >> 2) * CF::PANEL + (uint32_t)(kk & 3) * 32u;
+                AttnOps<DT>::qk(sa, smem_desc(qa + off, 16, 1024), smem_desc(ka + off, 16, 1024), kk > 0 ? 1 : 0);
+            }
+            wgmma_commit();
+        };
+        auto issue_pv = [&](uint32_t t) {
+            const uint32_t va = sb + CF::V_OFF + (t % STAGES) * CF::TILE;
+#pragma unroll
+            for (int kk = 0; kk < 8; ++kk)
+                AttnOps<DT>::template pv<D>(o, pa + 4 * kk, smem_desc(va + kk * 2048u, CF::PANEL, 1024));
+            wgmma_commit();
+        };
+        /* K tile t has landed; its key start (read before the stage is released) */
+        auto wait_k = [&](uint32_t t) -> int {
+            mbar_wait(kfull0 + 8 * (t % STAGES), (t / STAGES) & 1u);
+            return kmeta[t % STAGES];
+        };
+        auto wait_v = [&](uint32_t t) { mbar_wait(vfull0 + 8 * (t % STAGES), (t / STAGES) & 1u); };
+        auto release = [&](uint32_t bar0, uint32_t t) {
+            __syncwarp();
+            if (lane == 0) mbar_arrive(bar0 + 8 * (t % STAGES));
+        };
+        /* S (landed) of the tile at key k0 -> mask, online softmax: sa becomes exp values, m and l updated,
+           alpha the O rescale. */
+        auto softmax = [&](int k0, float *alpha) {
+#pragma unroll
+            for (int x = 0; x < 64; ++x) reg_fence(sa[x]);
+            const bool need_mask = k0 + 128 > kv_len || (p.causal && (int64_t)k0 + 127 > (int64_t)q0 + p.off);
+            if (need_mask) {
+                const int kv_lim = kv_len - k0; /* keys [0, kv_lim) of the tile exist (>= 1) */
+                const int64_t dg = (int64_t)q0 + p.off - k0;
+                const int diag = (int)(dg > 1024 ? 1024 : (dg < -1024 ? -1024 : dg));
+#pragma unroll
+                for (int x = 0; x < 64; ++x) {
+                    const int kx = 8 * (x >> 2) + 2 * tq + (x & 1), ry = yb + 8 * ((x >> 1) & 1);
+                    if (kx >= kv_lim || (p.causal && kx > ry + diag)) sa[x] = -INFINITY;
+                }
+            }
+#pragma unroll
+            for (int rr = 0; rr < 2; ++rr) {
+                float mx = -INFINITY;
+#pragma unroll
+                for (int n = 0; n < 16; ++n) mx = fmaxf(mx, fmaxf(sa[4 * n + 2 * rr], sa[4 * n + 2 * rr + 1]));
+                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+                const float mnew = fmaxf(m[rr], mx * p.scale_log2);
+                const float muse = mnew == -INFINITY ? 0.0f : mnew; /* nothing visible yet: stays at 0 */
+                alpha[rr] = attn_exp2(m[rr] - muse);
+                m[rr] = mnew;
+                float rs = 0.0f;
+#pragma unroll
+                for (int n = 0; n < 16; ++n) {
+                    const float p0 = attn_exp2(fmaf(sa[4 * n + 2 * rr], p.scale_log2, -muse));
+                    const float p1 = attn_exp2(fmaf(sa[4 * n + 2 * rr + 1], p.scale_log2, -muse));
+                    sa[4 * n + 2 * rr] = p0;
+                    sa[4 * n + 2 * rr + 1] = p1;
+                    rs += p0 + p1;
+                }
+                l[rr] = l[rr] * alpha[rr] + rs; /* the thread's part of the row sum; the quad adds up at the end */
+            }
+        };
+        /* After the P·V GEMM that read pa has finished: O *= alpha, pa = P (16-bit). */
+        auto rescale_pack = [&](const float *alpha) {
+#pragma unroll
+            for (int x = 0; x < D / 2; ++x) o[x] *= alpha[(x >> 1) & 1];
+#pragma unroll
+            for (int kk = 0; kk < 8; ++kk) {
+                pa[4 * kk + 0] = AttnOps<DT>::pack(sa[8 * kk + 0], sa[8 * kk + 1]);
+                pa[4 * kk + 1] = AttnOps<DT>::pack(sa[8 * kk + 2], sa[8 * kk + 3]);
+                pa[4 * kk + 2] = AttnOps<DT>::pack(sa[8 * kk + 4], sa[8 * kk + 5]);
+                pa[4 * kk + 3] = AttnOps<DT>::pack(sa[8 * kk + 6], sa[8 * kk + 7]);
+            }
+        };
+        auto pv_done = [&]() {
+            wgmma_wait<0>();
+#pragma unroll
+            for (int x = 0; x < D / 2; ++x) reg_fence(o[x]);
+#pragma unroll
+            for (int x = 0; x < 32; ++x) reg_fence_u32(pa[x]);
+        };
+
+        uint32_t kt = 0; /* K/V tiles consumed so far */
+        int pend = -1;   /* Q buffer whose O store this warpgroup has issued but not yet seen read */
+        for (uint32_t n = 0;; ++n) {
+            const uint32_t u = n & 1u;
+            mbar_wait(qfull0 + 8 * u, (n >> 1) & 1u); /* the item record and its Q tile */
+            const int4 r0 = rec[2 * u];
+            const int4 r1 = rec[2 * u + 1];
+            /* the previous item's O store has had this wait's time to read its buffer: hand it back */
+            if (pend >= 0 && tw == 0) {
+                bulk_wait_read0();
+                mbar_arrive(qempty0 + 8 * pend);
+            }
+            pend = -1;
+            if (r0.w < 0) break;
+            const int b = r0.x, h = r0.y, nt = r0.w;
+            q0 = r0.z * 128;
+            kv_len = r1.x;
+            const int q_last = min(q0 + 128, p.seq_q) - 1;
+            qa = sb + CF::Q_OFF + u * CF::TILE + (uint32_t)c * 8192u;
+            m[0] = m[1] = -INFINITY;
+            l[0] = l[1] = 0.0f;
+#pragma unroll
+            for (int x = 0; x < D / 2; ++x) o[x] = 0.0f;
+            if (nt > 0) {
+                /* Turns (FA3 ping-pong), per item: WG1 issues first (WG2's arrival opens its barrier); each
+                   slot ends by opening the other's, except WG2's last (nobody waits for it). Slots: S_0;
+                   S_t + PV_{t-1} for t = 1 .. nt-1; PV_{nt-1}. The loop is peeled so no wgmma sits on a
+                   divergent path (ptxas serialises those). */
+                if (c == 1) named_bar_arrive(1, 256);
+                float alpha[2];
+                int k0 = wait_k(kt);
+                named_bar_sync(bar_mine, 256);
+                wgmma_fence();
+                issue_s(kt);
+                named_bar_arrive(bar_other, 256);
+                wgmma_wait<0>();
+                release(kempty0, kt);
+                softmax(k0, alpha);
+                rescale_pack(alpha);
+                for (int t = 1; t < nt; ++t) {
+                    const uint32_t g_t = kt + (uint32_t)t;
+                    k0 = wait_k(g_t);
+                    wait_v(g_t - 1);
+                    named_bar_sync(bar_mine, 256);
+                    wgmma_fence();
+                    issue_s(g_t);
+                    issue_pv(g_t - 1);
+                    named_bar_arrive(bar_other, 256);
+                    wgmma_wait<1>();
+                    release(kempty0, g_t);
+                    softmax(k0, alpha);
+                    pv_done();
+                    release(vempty0, g_t - 1);
+                    rescale_pack(alpha);
+                }
+                const uint32_t g_l = kt + (uint32_t)nt - 1u;
+                wait_v(g_l);
+                named_bar_sync(bar_mine, 256);
+                wgmma_fence();
+                issue_pv(g_l);
+                if (c == 0) named_bar_arrive(bar_other, 256);
+                pv_done();
+                release(vempty0, g_l);
+                kt += (uint32_t)nt;
+            }
+
+            /* ---- epilogue: normalise, LSE, stage O over this warpgroup's rows of the Q buffer, TMA store */
+            float inv[2];
+#pragma unroll
+            for (int rr = 0; rr < 2; ++rr) {
+                l[rr] += __shfl_xor_sync(0xffffffffu, l[rr], 1);
+                l[rr] += __shfl_xor_sync(0xffffffffu, l[rr], 2);
+                inv[rr] = l[rr] > 0.0f ? 1.0f / l[rr] : 0.0f;
+            }
+            if (p.lse && tq == 0) {
+#pragma unroll
+                for (int rr = 0; rr < 2; ++rr) {
+                    const int q = q0 + yb + 8 * rr;
+                    if (q <= q_last)
+                        p.lse[((int64_t)b * p.heads + h) * p.seq_q + q] =
+                            l[rr] > 0.0f ? (m[rr] + __log2f(l[rr])) * 0.69314718055994531f : -INFINITY;
+                }
+            }
+            const int rl = 16 * warp + g;
+#pragma unroll
+            for (int h2 = 0; h2 < 2; ++h2) {
+                const int r = rl + 8 * h2;
+                const uint32_t rowa = qa + (uint32_t)r * 128u + 4u * (uint32_t)tq;
+#pragma unroll
+                for (int j = 0; j < D / 8; ++j) {
+                    const uint32_t v = AttnOps<DT>::pack(o[4 * j + 2 * h2] * inv[h2], o[4 * j + 2 * h2 + 1] * inv[h2]);
+                    const uint32_t a = rowa + (uint32_t)(j >> 3) * (uint32_t)CF::PANEL + ((uint32_t)((j & 7) ^ (r & 7)) << 4);
+                    asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(a), "r"(v) : "memory");
+                }
+            }
+            fence_proxy_async_smem();
+            named_bar_sync(3 + c, 128);
+            if (tw == 0) {
+                if (q0 + 64 * c <= q_last) {
+#pragma unroll
+                    for (int pn = 0; pn < CF::PANELS; ++pn)
+                        tma_store_4d(&tmO, qa + pn * CF::PANEL, 64 * pn, q0 + 64 * c, h, b);
+                }
+                bulk_commit();
+            }
+            pend = (int)u;
+        }
+        if (tw == 0) bulk_wait_read0(); /* the last staged tile is read before shared memory goes away */
+    }
+}
+
+} // namespace bsk_hopper
+#endif
