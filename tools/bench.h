@@ -58,6 +58,10 @@ double bench_sparse_flop(const bench_state *b, const bench_row *r);
 void bench_fig_time(bench_fig *f, double ms, double flop);
 /* One figure as the JSON object `key` (state, ms, tflops, rel_err, note), as `bsk bench` writes it. */
 void bench_write_fig(cli_json *j, const char *key, const bench_fig *f);
+/* A JSON results file written as path.part and renamed by bench_json_close (NULL: could not open; said on
+   stderr under `who`). */
+FILE *bench_json_open(const char *path, const char *who, char **tmp);
+void bench_json_close(FILE *f, char *tmp, const char *path, const char *who);
 
 /* `bsk bench train` (tools/bench_train.c): a training step of a block-sparse linear layer (fwd SpMM, Aᵀ·B,
    SDDMM) against cuBLAS. argv[0] = "train". */

@@ -293,16 +293,9 @@ static void cell(char *buf, size_t n, const bench_fig *f, double scale)
 static void write_json(const train_state *s, int upto)
 {
     const bench_state *b = &s->g;
-    size_t len = strlen(b->json);
-    char *tmp = (char *)malloc(len + 8);
-    if (!tmp) return;
-    snprintf(tmp, len + 8, "%s.part", b->json);
-    FILE *f = fopen(tmp, "w");
-    if (!f) {
-        fprintf(stderr, "bsk bench train: cannot write %s\n", tmp);
-        free(tmp);
-        return;
-    }
+    char *tmp;
+    FILE *f = bench_json_open(b->json, "bsk bench train", &tmp);
+    if (!f) return;
     cli_json j;
     cli_json_begin(&j, f);
     cli_json_meta(&j, "bsk bench train");
@@ -358,9 +351,7 @@ static void write_json(const train_state *s, int upto)
     }
     cli_json_end(&j);
     cli_json_finish(&j);
-    int bad = ferror(f);
-    if (fclose(f) || bad || rename(tmp, b->json)) fprintf(stderr, "bsk bench train: cannot write %s\n", b->json);
-    free(tmp);
+    bench_json_close(f, tmp, b->json, "bsk bench train");
 }
 
 static void row_done(train_state *s, int i)

@@ -24,7 +24,7 @@ void bench_fig_time(bench_fig *f, double ms, double flop)
     f->tflops = flop / (ms * 1e-3) * 1e-12;
 }
 
-static void write_fig(cli_json *j, const char *key, const bench_fig *f)
+void bench_write_fig(cli_json *j, const char *key, const bench_fig *f)
 {
     static const char *states[] = {"n/a", "ok", "failed", "wrong"};
     cli_json_obj(j, key);
@@ -36,21 +36,34 @@ static void write_fig(cli_json *j, const char *key, const bench_fig *f)
     cli_json_end(j);
 }
 
-void bench_write_fig(cli_json *j, const char *key, const bench_fig *f) { write_fig(j, key, f); }
+FILE *bench_json_open(const char *path, const char *who, char **tmp)
+{
+    /* write a sibling file and rename it at the end (bench_json_close), so a reader never sees half a document */
+    size_t len = strlen(path);
+    *tmp = (char *)malloc(len + 8);
+    if (!*tmp) return NULL;
+    snprintf(*tmp, len + 8, "%s.part", path);
+    FILE *f = fopen(*tmp, "w");
+    if (!f) {
+        fprintf(stderr, "%s: cannot write %s\n", who, *tmp);
+        free(*tmp);
+        *tmp = NULL;
+    }
+    return f;
+}
+
+void bench_json_close(FILE *f, char *tmp, const char *path, const char *who)
+{
+    int bad = ferror(f);
+    if (fclose(f) || bad || rename(tmp, path)) fprintf(stderr, "%s: cannot write %s\n", who, path);
+    free(tmp);
+}
 
 static void write_json(const bench_state *b, int upto)
 {
-    /* write a sibling file and rename, so a reader never sees half a document */
-    size_t len = strlen(b->json);
-    char *tmp = (char *)malloc(len + 8);
-    if (!tmp) return;
-    snprintf(tmp, len + 8, "%s.part", b->json);
-    FILE *f = fopen(tmp, "w");
-    if (!f) {
-        fprintf(stderr, "bsk bench: cannot write %s\n", tmp);
-        free(tmp);
-        return;
-    }
+    char *tmp;
+    FILE *f = bench_json_open(b->json, "bsk bench", &tmp);
+    if (!f) return;
     cli_json j;
     cli_json_begin(&j, f);
     cli_json_meta(&j, b->sddmm ? "bsk bench sddmm" : "bsk bench spmm");
@@ -83,22 +96,20 @@ static void write_json(const bench_state *b, int upto)
         cli_json_int(&j, "row_max", r->row_max);
         cli_json_num(&j, "dense_flop", bench_dense_flop(r));
         cli_json_num(&j, "sparse_flop", bench_sparse_flop(b, r));
-        write_fig(&j, "dense", &r->dense);
+        bench_write_fig(&j, "dense", &r->dense);
         if (b->device == CLI_DEV_CUDA && !b->sddmm) {
-            write_fig(&j, "cusparse_bsr", &r->bsr);
-            write_fig(&j, "cusparse_blocked_ell", &r->ell);
+            bench_write_fig(&j, "cusparse_bsr", &r->bsr);
+            bench_write_fig(&j, "cusparse_blocked_ell", &r->ell);
         }
-        if (b->device == CLI_DEV_CUDA && b->sddmm) write_fig(&j, "cusparse_sddmm", &r->bsr); /* note: the format */
-        write_fig(&j, "bsk", &r->bsk);
+        if (b->device == CLI_DEV_CUDA && b->sddmm) bench_write_fig(&j, "cusparse_sddmm", &r->bsr); /* note: the format */
+        bench_write_fig(&j, "bsk", &r->bsk);
         cli_json_str(&j, "kernel", r->kernel ? r->kernel : "");
         cli_json_num(&j, "E", r->E);
         cli_json_end(&j);
     }
     cli_json_end(&j);
     cli_json_finish(&j);
-    int bad = ferror(f);
-    if (fclose(f) || bad || rename(tmp, b->json)) fprintf(stderr, "bsk bench: cannot write %s\n", b->json);
-    free(tmp);
+    bench_json_close(f, tmp, b->json, "bsk bench");
 }
 
 static void fig_cell(char *buf, size_t n, const bench_fig *f, double scale)
