@@ -47,6 +47,29 @@ __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity)
         : "memory");
 }
 
+/* A per-stage record a producer lane wrote before arriving on the stage's full barrier, read by a consumer
+   warp after its wait: lane 0 loads it and shuffles it to the other lanes. Only the lane that later arrives on
+   the empty barrier touches the record, so the read is ordered before the producer's next write of the slot by
+   that lane's own release (racecheck cannot follow an ordering that goes through __syncwarp to another
+   lane's arrival, and reported such reads as hazards). */
+__device__ __forceinline__ int4 stage_record_read(const int4 *rec, int lane)
+{
+    int4 v = make_int4(0, 0, 0, 0);
+    if (lane == 0) v = *rec; /* after the barrier wait (a "memory" clobber): not hoisted */
+    v.x = __shfl_sync(0xffffffffu, v.x, 0);
+    v.y = __shfl_sync(0xffffffffu, v.y, 0);
+    v.z = __shfl_sync(0xffffffffu, v.z, 0);
+    v.w = __shfl_sync(0xffffffffu, v.w, 0);
+    return v;
+}
+/* The same for the record's flags word (.w) alone: the loads inside an item need only that. */
+__device__ __forceinline__ int stage_flags_read(const int4 *rec, int lane)
+{
+    int w = 0;
+    if (lane == 0) w = rec->w;
+    return __shfl_sync(0xffffffffu, w, 0);
+}
+
 /* ---------------------------------------------------------------- clusters (distributed shared memory) */
 
 __device__ __forceinline__ uint32_t cluster_ctarank()

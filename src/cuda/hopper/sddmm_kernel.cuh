@@ -407,7 +407,7 @@ __global__ void __launch_bounds__(384, 1)
         const uint32_t b_off = CF::SPLIT_N ? (uint32_t)c * (uint32_t)CF::WGN * 128u : 0u;
         for (;;) {
             mbar_wait(full0 + 8 * s, ph);
-            int4 m = meta[s];
+            int4 m = stage_record_read(&meta[s], lane);
             if (m.w & META_END) break;
             const int u = m.x, n = m.y;
             /* this consumer's blocks: B 64: q % 2 == c; B 128: all (it takes half of the rows) */
@@ -435,7 +435,7 @@ __global__ void __launch_bounds__(384, 1)
                 }
                 if (m.w & META_LAST) break;
                 mbar_wait(full0 + 8 * s, ph);
-                m = meta[s];
+                m.w = stage_flags_read(&meta[s], lane);
             }
 #pragma unroll
             for (int i = 0; i < CF::NACC; ++i) reg_fence(acc[i]);

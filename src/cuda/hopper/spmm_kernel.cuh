@@ -408,8 +408,8 @@ __global__ void __launch_bounds__(384, 1)
             };
             /* one stage's bookkeeping (lane 0): wait for the slot, publish the meta record, arm the full
                barrier (the TMA loads, if any, follow). The record is a plain store ordered by the barrier's
-               release/acquire (compute-sanitizer racecheck does not follow that and reports it; writing it
-               with st.async on the same barrier instead faulted on an H100 in a non-cluster launch). */
+               release/acquire; each consumer warp reads it through its lane 0 only (stage_record_read), the
+               lane that releases the slot. (st.async onto the full barrier faulted outside a real cluster.) */
             auto open_stage = [&](int4 mv, uint32_t bytes) {
                 const uint32_t fb = full0 + 8 * s;
                 if (CL) mbar_wait_cluster(empty0 + 8 * s, ph ^ 1);
@@ -635,7 +635,7 @@ __global__ void __launch_bounds__(384, 1)
         };
         for (;;) {
             wait_full();
-            const int4 m = meta[s];
+            const int4 m = stage_record_read(&meta[s], lane);
             if (m.w & META_END) {
                 if (CF::EPI && (threadIdx.x & 127) == 0) bulk_wait0(); /* staged tiles read before exit */
                 break;
@@ -663,7 +663,7 @@ __global__ void __launch_bounds__(384, 1)
                 if (++s == CF::STAGES) { s = 0; ph ^= 1; }
                 if (fl & META_LAST) break;
                 wait_full();
-                fl = meta[s].w;
+                fl = stage_flags_read(&meta[s], lane);
             }
 #pragma unroll
             for (int i = 0; i < CF::WGN / 2; ++i) reg_fence(acc[i]);
