@@ -302,23 +302,13 @@ def bench_attention(torch, bsk, timer, args, grid, step):
     info = {"B": Bt, "H": H, "S": S, "D": D, "block": T, "causal": False, "dtype": "bfloat16",
             "layout": "random per (head, query block), shared over the batch"}
 
-    # SDPA, flash backend, dense: one figure for every density.
-    sdpa = {}
-    o_sdpa = [None]
-    try:
-        from torch.nn.attention import SDPBackend, sdpa_kernel
-
-        def run_sdpa():
-            with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
-                o_sdpa[0] = F.scaled_dot_product_attention(qh, kh, vh)
-        _measure(timer, sdpa, "sdpa", run_sdpa)
-    except Exception as e:  # noqa: BLE001
-        sdpa["sdpa"] = {"error": _err(e)}
-    info["sdpa_flash_dense"] = sdpa["sdpa"]
-    sdpa_ms = sdpa["sdpa"].get("ms")
-    if sdpa_ms:
-        info["sdpa_flash_dense"]["tflops"] = 4.0 * Bt * H * S * S * D / (sdpa_ms * 1e9)
-    o_sdpa[0] = None
+    # SDPA dense, flash and cuDNN backends: one figure each for every density (the dense work replaced;
+    # cuDNN is the fastest dense attention torch offers on Hopper).
+    sdpa_dense = _sdpa_dense(torch, timer, qh, kh, vh)
+    info["sdpa_flash_dense"] = sdpa_dense["flash"]
+    info["sdpa_cudnn_dense"] = sdpa_dense["cudnn"]
+    sdpa_ms = info["sdpa_flash_dense"].get("ms")
+    cudnn_ms = info["sdpa_cudnn_dense"].get("ms")
 
     flex, flex_missing, create_block_mask, BlockMask = None, None, None, None
     if args.no_flex:
@@ -394,13 +384,65 @@ def bench_attention(torch, bsk, timer, args, grid, step):
                 r["tflops"] = flops / (r["ms"] * 1e9)
                 if sdpa_ms:
                     r["speedup_vs_sdpa_dense"] = sdpa_ms / r["ms"]
+                if cudnn_ms:
+                    r["speedup_vs_cudnn_dense"] = cudnn_ms / r["ms"]
         if rec["bsk"].get("ms") and rec.get("flex", {}).get("ms"):
             rec["bsk"]["speedup_vs_flex"] = rec["flex"]["ms"] / rec["bsk"]["ms"]
         rows.append(rec)
         step(f"attention S={S} d={d}: bsk {_fmt_ms(rec['bsk'])} flex {_fmt_ms(rec.get('flex', {}))}")
         _empty_cache(torch)
     info["rows"] = rows
+    info["dense_d64"] = _dense_d64(torch, bsk, timer, args, Bt, H, S, T, gen)
     return info
+
+
+def _sdpa_dense(torch, timer, qh, kh, vh):
+    """Dense SDPA ([B, H, S, D] inputs) with the flash and the cuDNN backends: {backend: {ms, tflops} or error}."""
+    import torch.nn.functional as F
+    Bt, H, S, D = qh.shape
+    out = {}
+    try:
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+        backends = {"flash": SDPBackend.FLASH_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTENTION}
+    except Exception as e:  # noqa: BLE001
+        return {name: {"error": _err(e)} for name in ("flash", "cudnn")}
+    for name, be in backends.items():
+        rec = {}
+
+        def run(be=be):
+            with sdpa_kernel(be):
+                F.scaled_dot_product_attention(qh, kh, vh)
+        try:
+            _measure(timer, rec, name, run)
+        except Exception as e:  # noqa: BLE001
+            rec[name] = {"error": _err(e)}
+        out[name] = rec[name]
+        if out[name].get("ms"):
+            out[name]["tflops"] = 4.0 * Bt * H * S * S * D / (out[name]["ms"] * 1e9)
+    return out
+
+
+def _dense_d64(torch, bsk, timer, args, Bt, H, S, T, gen):
+    """Dense attention at head dim 64 (the issue's D=64 target): bsk with every tile kept vs SDPA flash / cuDNN,
+    bsk checked against SDPA on a slice."""
+    import torch.nn.functional as F
+    D = 64
+    q, k, v = (torch.randn((Bt, S, H, D), generator=gen, device=DEVICE).to(torch.bfloat16) for _ in range(3))
+    qh, kh, vh = (t.transpose(1, 2).contiguous() for t in (q, k, v))
+    rec = {"D": D, "sdpa": _sdpa_dense(torch, timer, qh, kh, vh)}
+    mq = S // T
+    layout = bsk.AttnLayout.from_mask(torch.ones((H, mq, mq), dtype=torch.bool, device=DEVICE), S, S, T,
+                                      device=DEVICE)
+    o = torch.empty_like(q)
+    ref = F.scaled_dot_product_attention(qh[:1, :2], kh[:1, :2], vh[:1, :2])
+    _measure(timer, rec, "bsk", lambda: bsk.block_sparse_attention(q, k, v, layout, out=o),
+             check=lambda: _rel_err(torch, o[:1, :, :2].transpose(1, 2), ref), tol=args.tol)
+    if rec["bsk"].get("ms"):
+        rec["bsk"]["tflops"] = 4.0 * Bt * H * S * S * D / (rec["bsk"]["ms"] * 1e9)
+        for name in ("flash", "cudnn"):
+            if rec["sdpa"][name].get("ms"):
+                rec["bsk"]["speedup_vs_" + name] = rec["sdpa"][name]["ms"] / rec["bsk"]["ms"]
+    return rec
 
 
 # ---------------------------------------------------------------------------------------------------- output
@@ -448,19 +490,30 @@ def print_tables(result):
         out.append(f"Attention bf16 B={att['B']} H={att['H']} S={att['S']} D={att['D']} non-causal, "
                    f"tiles {att['block']}: SDPA flash dense "
                    + (f"{s['ms']:.3f} ms ({s['tflops']:.1f} TFLOPS)" if s.get("ms") else f"failed: {s.get('error')}"))
+        c = att.get("sdpa_cudnn_dense", {})
+        out.append("  SDPA cuDNN dense " + (f"{c['ms']:.3f} ms ({c['tflops']:.1f} TFLOPS)" if c.get("ms")
+                                           else f"failed: {c.get('error')}")
+                   + "; bsk/x = x ms / bsk ms")
         out.append(f"{'d':>5} | {'bsk ms':>8} {'TFLOPS':>7} {'err':>8} | {'flex ms':>8} {'TFLOPS':>7} | "
-                   f"{'bsk/flex':>8} {'bsk/sdpa':>8}")
+                   f"{'bsk/flex':>8} {'bsk/sdpa':>8} {'bsk/cudnn':>9}")
         for r in att["rows"]:
             bk, fx = r["bsk"], r.get("flex", {})
             out.append(f"{r['density']:>5.2f} | {_cell(bk, 'ms', '{:8.3f}')} {_cell(bk)} "
                        f"{_num(r.get('bsk_rel_err'), '{:8.1e}')} | "
                        f"{_cell(fx, 'ms', '{:8.3f}')} {_cell(fx)} | {_cell(bk, 'speedup_vs_flex', '{:8.2f}')} "
-                       f"{_cell(bk, 'speedup_vs_sdpa_dense', '{:8.2f}')}")
+                       f"{_cell(bk, 'speedup_vs_sdpa_dense', '{:8.2f}')} "
+                       f"{_cell(bk, 'speedup_vs_cudnn_dense', '{:9.2f}')}")
         for r in att["rows"]:
             for name in ("bsk", "flex"):
                 e = r.get(name, {}).get("error")
                 if e:
                     out.append(f"  d={r['density']} {name}: {e}")
+        d64 = att.get("dense_d64")
+        if d64:
+            fl, cu, bk = d64["sdpa"]["flash"], d64["sdpa"]["cudnn"], d64["bsk"]
+            out.append(f"Dense D=64: bsk {_cell(bk)} TFLOPS, SDPA flash {_cell(fl)}, cuDNN {_cell(cu)} "
+                       f"(bsk/cudnn {_cell(bk, 'speedup_vs_cudnn', '{:.2f}')}; err {_num(d64.get('bsk_rel_err'), '{:.1e}')})"
+                       + (f"  bsk: {bk['error']}" if bk.get("error") else ""))
     print("\n".join(out), flush=True)
 
 

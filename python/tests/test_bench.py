@@ -60,3 +60,6 @@ def test_cpu_dry_run(monkeypatch, tmp_path, capsys):
         assert row["bsk_rel_err"] < 2e-2 and row["bsk"]["tflops"] > 0
         assert row["flex"]["error"].startswith("skipped")
     assert att["rows"][-1]["kept_tiles"] == 1 * 2 * 2 * 2  # density 1: every tile
+    assert "sdpa_cudnn_dense" in att and "sdpa_flash_dense" in att  # a figure, or the backend's error
+    d64 = att["dense_d64"]
+    assert d64["D"] == 64 and d64["bsk_rel_err"] < 2e-2 and d64["bsk"]["tflops"] > 0
