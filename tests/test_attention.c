@@ -6,47 +6,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include "harness.h"
+#include "attn_util.h"
 #include "../src/internal.h"
 #include "../src/attention/attention_internal.h"
 
 /* ------------------------------------------------------------------ fixtures */
 
-enum { BSHD = 0, BHSD = 1 };
-
-typedef struct tensor_buf {
-    bsk_attn_tensor t;
-    void *host;   /* the whole buffer, host */
-    int64_t elems;
-} tensor_buf;
-
-/* A random (or NaN-poisoned) tensor in either order; `pad` extra elements after each row (keeps the
-   16-byte row alignment the tensor-core kernel wants when pad % 8 == 0). */
-static tensor_buf make_tensor(int64_t B, int64_t S, int64_t H, int64_t D, bsk_dtype dt, int order, int64_t pad,
-                              bsk_rng *r, int poison)
-{
-    tensor_buf tb;
-    tb.t.batch = B; tb.t.seq = S; tb.t.heads = H; tb.t.dim = D;
-    tb.t.dtype = dt; tb.t.mem = BSK_MEM_HOST;
-    if (order == BSHD) {
-        tb.t.stride_head = D;
-        tb.t.stride_seq = H * D + pad;
-        tb.t.stride_batch = S * tb.t.stride_seq;
-    } else {
-        tb.t.stride_seq = D + pad;
-        tb.t.stride_head = S * tb.t.stride_seq;
-        tb.t.stride_batch = H * tb.t.stride_head;
-    }
-    tb.elems = B * tb.t.stride_batch + 8;
-    tb.host = malloc((size_t)tb.elems * bsk_dtype_size(dt));
-    for (int64_t i = 0; i < tb.elems; i++) bsk__store(tb.host, dt, i, poison ? NAN : bsk_rng_sym(r));
-    tb.t.data = tb.host;
-    return tb;
-}
-
-static int64_t tidx(const bsk_attn_tensor *t, int64_t b, int64_t s, int64_t h, int64_t d)
-{
-    return b * t->stride_batch + s * t->stride_seq + h * t->stride_head + d;
-}
+typedef attn_spec spec; /* the problem shape and mask rules (attn_util.h) */
 
 /* float64 reference: O[((b*SQ + q)*H + h)*D + d], lse[(b*H + h)*SQ + q]. */
 static void ref_attention(const bsk_attention_params *p, double *O, double *lse)
@@ -54,34 +20,20 @@ static void ref_attention(const bsk_attention_params *p, double *O, double *lse)
     const bsk_attn_layout *L = p->layout;
     const bsk_attn_tensor *Q = &p->q, *K = &p->k, *V = &p->v;
     int64_t B = Q->batch, H = Q->heads, HK = K->heads, SQ = Q->seq, SK = K->seq, D = Q->dim;
-    int64_t mq = bsk_attn_layout_mq(L);
     double scale = p->scale != 0.0f ? p->scale : 1.0 / sqrt((double)D);
     uint8_t *allowed = (uint8_t *)malloc((size_t)SK + 1);
     double *s = (double *)malloc((size_t)(SK + 1) * sizeof(double)), *qd = (double *)malloc((size_t)D * sizeof(double));
     double *kd = (double *)malloc((size_t)(SK * D + 1) * sizeof(double)), *vd = (double *)malloc((size_t)(SK * D + 1) * sizeof(double));
     for (int64_t b = 0; b < B; b++)
         for (int64_t h = 0; h < H; h++) {
-            int64_t hk = h / (H / HK), l = bsk__attn_layout_index(L, b, h);
-            int64_t kv_len = p->kv_lens ? p->kv_lens[b] : SK;
-            for (int64_t k = 0; k < SK; k++)
-                for (int64_t d = 0; d < D; d++) {
-                    kd[k * D + d] = bsk__load(K->data, K->dtype, tidx(K, b, k, hk, d));
-                    vd[k * D + d] = bsk__load(V->data, V->dtype, tidx(V, b, k, hk, d));
-                }
+            int64_t hk = h / (H / HK), kv_len = p->kv_lens ? p->kv_lens[b] : SK;
+            attn_load_rows(K, b, hk, SK, kd);
+            attn_load_rows(V, b, hk, SK, vd);
             for (int64_t q = 0; q < SQ; q++) {
-                int64_t row = l * mq + q / L->block_q;
-                for (int64_t d = 0; d < D; d++) qd[d] = bsk__load(Q->data, Q->dtype, tidx(Q, b, q, h, d));
-                memset(allowed, 0, (size_t)SK + 1);
-                for (int list = 0; list < 2; list++) {
-                    int32_t n = list ? L->part_count[row] : L->full_count[row];
-                    const int32_t *idx = (list ? L->part_idx : L->full_idx) + row * L->capacity;
-                    for (int32_t a = 0; a < n; a++)
-                        for (int64_t k = (int64_t)idx[a] * L->block_k; k < ((int64_t)idx[a] + 1) * L->block_k && k < SK; k++)
-                            allowed[k] = 1;
-                }
+                for (int64_t d = 0; d < D; d++) qd[d] = bsk__load(Q->data, Q->dtype, attn_tidx(Q, b, q, h, d));
+                attn_allowed_keys(L, b, h, q, SK, kv_len, p->causal, p->causal_offset, allowed);
                 double mx = -INFINITY;
                 for (int64_t k = 0; k < SK; k++) {
-                    if (k >= kv_len || (p->causal && k > q + p->causal_offset)) allowed[k] = 0;
                     if (!allowed[k]) continue;
                     double acc = 0;
                     for (int64_t d = 0; d < D; d++) acc += qd[d] * kd[k * D + d];
@@ -120,7 +72,7 @@ static double check_result(bsk_test_ctx *t, const bsk_attn_tensor *o, const floa
                 if (isinf(lr)) { if (!(isinf(lg) && lg < 0)) bad_lse++; }
                 else if (!(fabs(lg - lr) <= 2e-3 * (1.0 + fabs(lr)))) bad_lse++;
                 for (int64_t d = 0; d < D; d++) {
-                    double g = bsk__load(o->data, o->dtype, tidx(o, b, q, h, d)), r = O[((b * SQ + q) * H + h) * D + d];
+                    double g = bsk__load(o->data, o->dtype, attn_tidx(o, b, q, h, d)), r = O[((b * SQ + q) * H + h) * D + d];
                     if (!isfinite(g)) nonfinite = 1;
                     if (isinf(lr) && g != 0.0) bad_empty++;
                     num += (g - r) * (g - r);
@@ -144,23 +96,9 @@ static float *lse_poison(int64_t n)
     return p;
 }
 
-/* A random per-(batch, head) layout from a block mask with about `density` of the tiles; query block
-   `empty_qb` (if >= 0) of layout 0 gets no tiles at all. */
-static bsk_status random_layout(int64_t SQ, int64_t SK, int32_t bq, int32_t bk, int32_t lb, int32_t lh, double density,
-                                int causal, int64_t off, int64_t empty_qb, bsk_rng *r, bsk_attn_layout *out)
-{
-    int64_t mq = (SQ + bq - 1) / bq, nb = (SK + bk - 1) / bk, n = (int64_t)lb * lh * mq * nb;
-    uint8_t *mask = (uint8_t *)malloc((size_t)n + 1);
-    for (int64_t x = 0; x < n; x++) mask[x] = bsk_rng_uniform(r) < density;
-    if (empty_qb >= 0 && empty_qb < mq) memset(mask + empty_qb * nb, 0, (size_t)nb);
-    bsk_status s = bsk_attn_layout_from_mask(SQ, SK, bq, bk, lb, lh, mask, causal, off, out);
-    free(mask);
-    return s;
-}
-
 /* One attention problem, built on the host. */
 typedef struct problem {
-    tensor_buf q, k, v, o;
+    attn_tbuf q, k, v, o;
     float *lse;
     bsk_attn_layout layout;
     int32_t *kv_lens;
@@ -168,46 +106,22 @@ typedef struct problem {
     double *O_ref, *lse_ref;
 } problem;
 
-typedef struct spec {
-    int64_t B, H, HK, SQ, SK, D;
-    int32_t bq, bk;
-    bsk_dtype dt;
-    int order, causal;
-    int64_t off;
-    int kind;          /* 0 dense, 1 causal builder, 2 local+global, 3 random per head, 4 random shared */
-    int kv_lens;       /* random per-batch key lengths (2: and batch 0 has none) */
-    int64_t pad;
-    int64_t empty_qb;  /* kind 3/4: a query block with no tiles */
-} spec;
-
 static bsk_status problem_make(problem *P, const spec *sp, bsk_rng *r)
 {
     memset(P, 0, sizeof *P);
-    P->q = make_tensor(sp->B, sp->SQ, sp->H, sp->D, sp->dt, sp->order, sp->pad, r, 0);
-    P->k = make_tensor(sp->B, sp->SK, sp->HK, sp->D, sp->dt, sp->order, sp->pad, r, 0);
-    P->v = make_tensor(sp->B, sp->SK, sp->HK, sp->D, sp->dt, sp->order, sp->pad, r, 0);
-    P->o = make_tensor(sp->B, sp->SQ, sp->H, sp->D, sp->dt, sp->order ^ 1, sp->pad, r, 1); /* O in the other order */
+    P->q = attn_tensor_make(sp->B, sp->SQ, sp->H, sp->D, sp->dt, sp->order, sp->pad, r, 0);
+    P->k = attn_tensor_make(sp->B, sp->SK, sp->HK, sp->D, sp->dt, sp->order, sp->pad, r, 0);
+    P->v = attn_tensor_make(sp->B, sp->SK, sp->HK, sp->D, sp->dt, sp->order, sp->pad, r, 0);
+    P->o = attn_tensor_make(sp->B, sp->SQ, sp->H, sp->D, sp->dt, sp->order ^ 1, sp->pad, r, 1); /* O in the other order */
     P->lse = lse_poison(sp->B * sp->H * sp->SQ);
-    bsk_status s;
-    switch (sp->kind) {
-    case 0: s = bsk_attn_layout_dense(sp->SQ, sp->SK, sp->bq, sp->bk, &P->layout); break;
-    case 1: s = bsk_attn_layout_causal(sp->SQ, sp->SK, sp->bq, sp->bk, sp->off, &P->layout); break;
-    case 2: s = bsk_attn_layout_local(sp->SQ, sp->SK, sp->bq, sp->bk, 1, 1, 1, sp->causal, sp->off, &P->layout); break;
-    case 3: s = random_layout(sp->SQ, sp->SK, sp->bq, sp->bk, (int32_t)sp->B, (int32_t)sp->H, 0.4, sp->causal, sp->off,
-                              sp->empty_qb, r, &P->layout); break;
-    default: s = random_layout(sp->SQ, sp->SK, sp->bq, sp->bk, 1, 1, 0.5, sp->causal, sp->off, sp->empty_qb, r, &P->layout); break;
-    }
+    bsk_status s = attn_spec_layout(sp, r, &P->layout);
     if (s) return s;
-    if (sp->kv_lens) {
-        P->kv_lens = (int32_t *)malloc((size_t)sp->B * 4);
-        for (int64_t b = 0; b < sp->B; b++) P->kv_lens[b] = (int32_t)bsk_rng_int(r, b == 0 ? 0 : 1, sp->SK);
-        if (sp->kv_lens == 2) P->kv_lens[0] = 0; /* a batch entry with no keys at all */
-    }
+    P->kv_lens = attn_spec_kv_lens(sp, r);
     P->p.q = P->q.t; P->p.k = P->k.t; P->p.v = P->v.t; P->p.o = P->o.t;
     P->p.lse = P->lse;
     P->p.layout = &P->layout;
     P->p.kv_lens = P->kv_lens;
-    P->p.scale = 0.0f;
+    P->p.scale = sp->scale;
     P->p.causal = sp->causal;
     P->p.causal_offset = sp->off;
     P->O_ref = (double *)malloc((size_t)(sp->B * sp->SQ * sp->H * sp->D + 1) * sizeof(double));
@@ -315,7 +229,7 @@ BSK_TEST(attn_packed_qkv_strides)
     int64_t n = B * S * 3 * H * D;
     uint16_t *qkv = (uint16_t *)malloc((size_t)n * 2);
     for (int64_t i = 0; i < n; i++) qkv[i] = bsk__float_to_half(bsk_rng_sym(r));
-    tensor_buf o = make_tensor(B, S, H, D, BSK_F16, BSHD, 0, r, 1);
+    attn_tbuf o = attn_tensor_make(B, S, H, D, BSK_F16, BSHD, 0, r, 1);
     bsk_attention_params p;
     memset(&p, 0, sizeof p);
     bsk_attn_tensor base = {B, S, H, D, S * 3 * H * D, 3 * H * D, D, BSK_F16, BSK_MEM_HOST, qkv};
@@ -469,7 +383,7 @@ static void check_gate(bsk_test_ctx *t, const bsk_topk_params *p, const bsk_attn
                 int64_t k0 = j * bk, k1 = k0 + bk < kv_len ? k0 + bk : kv_len;
                 for (int64_t d = 0; d < D; d++) {
                     double s = 0;
-                    for (int64_t k = k0; k < k1; k++) s += bsk__load(K->data, K->dtype, tidx(K, b, k, hk, d));
+                    for (int64_t k = k0; k < k1; k++) s += bsk__load(K->data, K->dtype, attn_tidx(K, b, k, hk, d));
                     mean[d] = k1 > k0 ? s / (double)(k1 - k0) : 0;
                 }
                 for (int64_t e = 0; e < P; e++) {
@@ -483,7 +397,7 @@ static void check_gate(bsk_test_ctx *t, const bsk_topk_params *p, const bsk_attn
                 int64_t q0 = i * bq, q1 = q0 + bq < SQ ? q0 + bq : SQ, row = (b * H + h) * mq + i;
                 for (int64_t d = 0; d < D; d++) {
                     double s = 0;
-                    for (int64_t q = q0; q < q1; q++) s += bsk__load(Q->data, Q->dtype, tidx(Q, b, q, h, d));
+                    for (int64_t q = q0; q < q1; q++) s += bsk__load(Q->data, Q->dtype, attn_tidx(Q, b, q, h, d));
                     mean[d] = s / (double)(q1 - q0);
                 }
                 for (int64_t e = 0; e < P; e++) {
@@ -541,7 +455,7 @@ static void check_gate(bsk_test_ctx *t, const bsk_topk_params *p, const bsk_attn
 }
 
 typedef struct gate_problem {
-    tensor_buf q, k;
+    attn_tbuf q, k;
     bsk_dense wq, wk;
     int32_t *kv_lens;
     bsk_topk_params p;
@@ -550,8 +464,8 @@ typedef struct gate_problem {
 static void gate_make(gate_problem *G, const gate_case *c, bsk_rng *r, int order)
 {
     memset(G, 0, sizeof *G);
-    G->q = make_tensor(c->B, c->SQ, c->H, c->D, c->dt, order, 0, r, 0);
-    G->k = make_tensor(c->B, c->SK, c->HK, c->D, c->dt, order, 0, r, 0);
+    G->q = attn_tensor_make(c->B, c->SQ, c->H, c->D, c->dt, order, 0, r, 0);
+    G->k = attn_tensor_make(c->B, c->SK, c->HK, c->D, c->dt, order, 0, r, 0);
     G->p.q = G->q.t;
     G->p.k = G->k.t;
     G->p.top_k = c->top_k;
@@ -613,8 +527,8 @@ BSK_TEST(attn_topk_cpu_vs_brute_force)
         CHECK(L.full_count[0] == fc0);
         /* the gate's layout feeds the attention directly */
         if (ci == 1) {
-            tensor_buf v = make_tensor(c->B, c->SK, c->HK, c->D, c->dt, 1, 0, bsk_test_rng(), 0);
-            tensor_buf o = make_tensor(c->B, c->SQ, c->H, c->D, c->dt, 0, 0, bsk_test_rng(), 1);
+            attn_tbuf v = attn_tensor_make(c->B, c->SK, c->HK, c->D, c->dt, 1, 0, bsk_test_rng(), 0);
+            attn_tbuf o = attn_tensor_make(c->B, c->SQ, c->H, c->D, c->dt, 0, 0, bsk_test_rng(), 1);
             float *lse = lse_poison(c->B * c->H * c->SQ);
             bsk_attention_params ap;
             memset(&ap, 0, sizeof ap);
@@ -633,26 +547,16 @@ BSK_TEST(attn_topk_cpu_vs_brute_force)
 
 /* ------------------------------------------------------------------ GPU */
 
-static int gpu_ctx(bsk_context **ctx) { return bsk_create(ctx, BSK_BACKEND_CUDA) == BSK_SUCCESS; }
-
-static void *to_dev(const void *h, size_t bytes)
-{
-    void *d = NULL;
-    if (bsk_cuda_malloc(&d, bytes ? bytes : 1)) return NULL;
-    if (bsk_cuda_memcpy(d, h, bytes, 1, 0)) { bsk_cuda_free(d); return NULL; }
-    return d;
-}
-
 /* Run P on the device (uploading everything; O and lse start as NaN there too), copy O and lse back into
    P's host buffers. */
 static bsk_status run_on_device(bsk_context *ctx, problem *P)
 {
     size_t es = bsk_dtype_size(P->q.t.dtype);
     int64_t nl = P->q.t.batch * P->q.t.heads * P->q.t.seq;
-    void *dq = to_dev(P->q.host, (size_t)P->q.elems * es), *dk = to_dev(P->k.host, (size_t)P->k.elems * es);
-    void *dv = to_dev(P->v.host, (size_t)P->v.elems * es), *dout = to_dev(P->o.host, (size_t)P->o.elems * es);
-    float *dl = (float *)to_dev(P->lse, (size_t)nl * 4);
-    int32_t *dlen = P->kv_lens ? (int32_t *)to_dev(P->kv_lens, (size_t)P->q.t.batch * 4) : NULL;
+    void *dq = attn_to_dev(P->q.host, (size_t)P->q.elems * es), *dk = attn_to_dev(P->k.host, (size_t)P->k.elems * es);
+    void *dv = attn_to_dev(P->v.host, (size_t)P->v.elems * es), *dout = attn_to_dev(P->o.host, (size_t)P->o.elems * es);
+    float *dl = (float *)attn_to_dev(P->lse, (size_t)nl * 4);
+    int32_t *dlen = P->kv_lens ? (int32_t *)attn_to_dev(P->kv_lens, (size_t)P->q.t.batch * 4) : NULL;
     bsk_attn_layout DL;
     memset(&DL, 0, sizeof DL);
     bsk_status s = bsk_attn_layout_clone(&P->layout, BSK_MEM_DEVICE, &DL);
@@ -708,7 +612,7 @@ static void gpu_spec(bsk_test_ctx *t, bsk_context *ctx, const spec *sp, int simt
 BSK_TEST(gpu_attn_mma_grid)
 {
     bsk_context *ctx;
-    if (!gpu_ctx(&ctx)) SKIP("no CUDA device");
+    if (!attn_gpu_ctx(&ctx)) SKIP("no CUDA device");
     /* every dtype x head dim x query block x causal, with key block, order, layout kind, GQA, kv_lens and
        odd lengths varied across the grid */
     int n = 0;
@@ -717,20 +621,8 @@ BSK_TEST(gpu_attn_mma_grid)
             for (int bq = 64; bq <= 128; bq += 64)
                 for (int causal = 0; causal < 2; causal++, n++) {
                     spec sp;
-                    memset(&sp, 0, sizeof sp);
-                    sp.B = 2; sp.H = 4; sp.HK = n % 3 == 0 ? 1 : (n % 3 == 1 ? 2 : 4);
-                    sp.SQ = 200 + 37 * (n % 4); sp.SK = n % 5 == 0 ? sp.SQ + 70 : sp.SQ;
-                    sp.D = D; sp.bq = bq; sp.bk = (n & 2) ? 128 : 64;
-                    sp.dt = dt ? BSK_BF16 : BSK_F16;
-                    sp.order = n & 1; sp.causal = causal;
-                    sp.off = sp.SK - sp.SQ;
-                    sp.kind = causal ? (n % 4 == 1 ? 1 : 2 + (n % 3)) : (n % 4 == 0 ? 0 : 2 + (n % 3));
-                    sp.kv_lens = n % 3 == 2;
-                    sp.pad = (n % 4 == 3) ? 8 : 0;
-                    sp.empty_qb = 1;
                     char what[96];
-                    snprintf(what, sizeof what, "%s D%d bq%d bk%d causal%d kind%d hk%lld order%d", dt ? "bf16" : "f16", D,
-                             bq, sp.bk, causal, sp.kind, (long long)sp.HK, sp.order);
+                    attn_grid_spec(n, dt, D, bq, causal, &sp, what, sizeof what);
                     gpu_spec(t, ctx, &sp, 0, "cuda-attention-mma", what);
                 }
     bsk_destroy(ctx);
@@ -755,7 +647,7 @@ static void poison_kv_tails(problem *P)
         for (int64_t b = 0; b < ts[w]->batch; b++)
             for (int64_t k = P->kv_lens[b]; k < ts[w]->seq; k++)
                 for (int64_t h = 0; h < ts[w]->heads; h++)
-                    for (int64_t d = 0; d < ts[w]->dim; d++) bsk__store(hs[w], ts[w]->dtype, tidx(ts[w], b, k, h, d), NAN);
+                    for (int64_t d = 0; d < ts[w]->dim; d++) bsk__store(hs[w], ts[w]->dtype, attn_tidx(ts[w], b, k, h, d), NAN);
 }
 
 /* One problem through the Hopper kernel under each of its schedules (variant 4: the default, 5: persistent
@@ -797,7 +689,7 @@ static void hopper_case(bsk_test_ctx *t, bsk_context *ctx, const spec *sp, float
 BSK_TEST(gpu_attn_hopper_grid)
 {
     bsk_context *ctx;
-    if (!gpu_ctx(&ctx)) SKIP("no CUDA device");
+    if (!attn_gpu_ctx(&ctx)) SKIP("no CUDA device");
     if (!hopper_device()) { bsk_destroy(ctx); SKIP("not an sm_90 device"); }
     /* dtype x head dim x causal x two layouts each: every layout kind, GQA / MQA, both orders (O in the other),
        odd lengths, seq_k != seq_q with a bottom-right causal offset, per-batch key lengths (with NaN past
@@ -831,7 +723,7 @@ BSK_TEST(gpu_attn_hopper_grid)
 BSK_TEST(gpu_attn_hopper_long_empty_declines)
 {
     bsk_context *ctx;
-    if (!gpu_ctx(&ctx)) SKIP("no CUDA device");
+    if (!attn_gpu_ctx(&ctx)) SKIP("no CUDA device");
     if (!hopper_device()) { bsk_destroy(ctx); SKIP("not an sm_90 device"); }
     /* long rows: the K/V rings wrap several times (12 tiles per query block at the end) */
     spec a = {.B = 1, .H = 2, .HK = 2, .SQ = 1500, .SK = 1500, .D = 64, .bq = 128, .bk = 128, .dt = BSK_F16,
@@ -872,7 +764,7 @@ BSK_TEST(gpu_attn_hopper_long_empty_declines)
 BSK_TEST(gpu_attn_simt_and_fallbacks)
 {
     bsk_context *ctx;
-    if (!gpu_ctx(&ctx)) SKIP("no CUDA device");
+    if (!attn_gpu_ctx(&ctx)) SKIP("no CUDA device");
     /* the CUDA-core kernel on a case the tensor cores also take */
     spec a = {.B = 2, .H = 4, .HK = 2, .SQ = 150, .SK = 190, .D = 128, .bq = 64, .bk = 64, .dt = BSK_BF16, .order = BSHD,
               .causal = 1, .off = 40, .kind = 3, .kv_lens = 1, .empty_qb = 1};
@@ -893,7 +785,7 @@ BSK_TEST(gpu_attn_simt_and_fallbacks)
 BSK_TEST(gpu_attn_empty_and_sparse_extremes)
 {
     bsk_context *ctx;
-    if (!gpu_ctx(&ctx)) SKIP("no CUDA device");
+    if (!attn_gpu_ctx(&ctx)) SKIP("no CUDA device");
     /* a layout with no tiles at all: every row O = 0, lse = -inf */
     spec e = {.B = 1, .H = 2, .HK = 2, .SQ = 130, .SK = 130, .D = 64, .bq = 64, .bk = 64, .dt = BSK_F16, .order = BSHD,
               .kind = 4, .empty_qb = 0};
@@ -914,12 +806,12 @@ BSK_TEST(gpu_attn_empty_and_sparse_extremes)
 BSK_TEST(gpu_attn_validation)
 {
     bsk_context *ctx;
-    if (!gpu_ctx(&ctx)) SKIP("no CUDA device");
+    if (!attn_gpu_ctx(&ctx)) SKIP("no CUDA device");
     spec sp = {.B = 1, .H = 2, .HK = 2, .SQ = 64, .SK = 64, .D = 64, .bq = 64, .bk = 64, .dt = BSK_F16, .order = BSHD,
                 .kind = 0, .empty_qb = -1};
     problem P;
     REQUIRE_OK(problem_make(&P, &sp, bsk_test_rng()));
-    void *dq = to_dev(P.q.host, (size_t)P.q.elems * 2);
+    void *dq = attn_to_dev(P.q.host, (size_t)P.q.elems * 2);
     bsk_attention_params b = P.p;
     b.q.data = dq;
     b.q.mem = BSK_MEM_DEVICE;
@@ -935,7 +827,7 @@ BSK_TEST(gpu_attn_validation)
 BSK_TEST(gpu_attn_topk_matches_cpu)
 {
     bsk_context *ctx, *cpu;
-    if (!gpu_ctx(&ctx)) SKIP("no CUDA device");
+    if (!attn_gpu_ctx(&ctx)) SKIP("no CUDA device");
     REQUIRE_OK(bsk_create(&cpu, BSK_BACKEND_CPU));
     for (size_t ci = 0; ci < sizeof gate_cases / sizeof gate_cases[0]; ci++) {
         const gate_case *c = &gate_cases[ci];
@@ -948,14 +840,14 @@ BSK_TEST(gpu_attn_topk_matches_cpu)
         CHECK_STATUS(bsk_topk_block_layout(cpu, &G.p, &H), BSK_SUCCESS);
         size_t es = bsk_dtype_size(c->dt);
         bsk_topk_params dp = G.p;
-        dp.q.data = to_dev(G.q.host, (size_t)G.q.elems * es);
-        dp.k.data = to_dev(G.k.host, (size_t)G.k.elems * es);
+        dp.q.data = attn_to_dev(G.q.host, (size_t)G.q.elems * es);
+        dp.k.data = attn_to_dev(G.k.host, (size_t)G.k.elems * es);
         dp.q.mem = dp.k.mem = BSK_MEM_DEVICE;
-        dp.kv_lens = G.kv_lens ? (const int32_t *)to_dev(G.kv_lens, (size_t)c->B * 4) : NULL;
+        dp.kv_lens = G.kv_lens ? (const int32_t *)attn_to_dev(G.kv_lens, (size_t)c->B * 4) : NULL;
         bsk_dense wq = G.wq, wk = G.wk;
         if (G.p.w_q) {
-            wq.data = to_dev(G.wq.data, (size_t)(wq.rows * wq.ld) * bsk_dtype_size(wq.dtype));
-            wk.data = to_dev(G.wk.data, (size_t)(wk.rows * wk.ld) * bsk_dtype_size(wk.dtype));
+            wq.data = attn_to_dev(G.wq.data, (size_t)(wq.rows * wq.ld) * bsk_dtype_size(wq.dtype));
+            wk.data = attn_to_dev(G.wk.data, (size_t)(wk.rows * wk.ld) * bsk_dtype_size(wk.dtype));
             wq.mem = wk.mem = BSK_MEM_DEVICE;
             dp.w_q = &wq;
             dp.w_k = &wk;
@@ -979,5 +871,74 @@ BSK_TEST(gpu_attn_topk_matches_cpu)
         gate_free(&G);
     }
     bsk_destroy(cpu);
+    bsk_destroy(ctx);
+}
+
+/* Random problems through the default dispatch (the Hopper kernel where it applies) and, for some, a forced
+   build (variant 3: mma.sync only, 7: Hopper one CTA per item) or the CUDA-core kernel: any dtype, head dim,
+   block sizes, GQA, orders, odd lengths, causal offsets, key lengths, padded or odd-strided rows, every layout
+   kind, scales of either sign. Every element of O and lse against the float64 reference (both NaN-poisoned
+   before the run). BSK_STRESS_SCALE multiplies the count (the long tier, TESTING.md). */
+BSK_TEST(gpu_attn_stress_random)
+{
+    bsk_context *ctx;
+    if (!attn_gpu_ctx(&ctx)) SKIP("no CUDA device");
+    const char *e = getenv("BSK_STRESS_SCALE");
+    long scale = e ? strtol(e, NULL, 10) : 1;
+    int n = 60 * (int)(scale < 1 ? 1 : scale > 1000 ? 1000 : scale), passed = 0, fails = 0, hopper = 0;
+    bsk_rng *r = bsk_test_rng();
+    static const int32_t blocks[] = {16, 32, 64, 128, 128, 64, 128};
+    static const int64_t dims[] = {64, 128, 64, 128, 32, 80};
+    for (int i = 0; i < n && fails < 8; i++) {
+        spec sp;
+        memset(&sp, 0, sizeof sp);
+        sp.B = bsk_rng_int(r, 1, 3);
+        sp.H = (int64_t)1 << bsk_rng_int(r, 0, 2);
+        sp.HK = (int64_t)1 << bsk_rng_int(r, 0, (int)(sp.H == 4 ? 2 : sp.H == 2 ? 1 : 0));
+        sp.SQ = bsk_rng_int(r, 1, 384);
+        sp.SK = bsk_rng_uniform(r) < 0.5 ? sp.SQ : bsk_rng_int(r, 1, 384);
+        sp.D = dims[bsk_rng_int(r, 0, 5)];
+        sp.bq = blocks[bsk_rng_int(r, 0, 6)];
+        sp.bk = bsk_rng_uniform(r) < 0.7 ? (sp.bq < 64 ? 64 : sp.bq) : blocks[bsk_rng_int(r, 0, 6)];
+        double u = bsk_rng_uniform(r);
+        sp.dt = u < 0.45 ? BSK_F16 : u < 0.9 ? BSK_BF16 : BSK_F32;
+        sp.order = bsk_rng_int(r, 0, 1);
+        sp.causal = bsk_rng_int(r, 0, 1);
+        sp.off = bsk_rng_uniform(r) < 0.6 ? sp.SK - sp.SQ : bsk_rng_int(r, -sp.SQ, sp.SK);
+        sp.kind = bsk_rng_int(r, 0, 4);
+        sp.kv_lens = bsk_rng_int(r, 0, 2);
+        sp.pad = bsk_rng_uniform(r) < 0.7 ? 0 : bsk_rng_uniform(r) < 0.5 ? 8 : bsk_rng_int(r, 1, 7);
+        sp.empty_qb = bsk_rng_uniform(r) < 0.3 ? bsk_rng_int(r, 0, (sp.SQ - 1) / sp.bq) : -1;
+        sp.scale = bsk_rng_uniform(r) < 0.6 ? 0.0f : (float)(bsk_rng_uniform(r) < 0.8 ? 0.02 + 0.2 * bsk_rng_uniform(r) : -0.1);
+        problem P;
+        bsk_status s = problem_make(&P, &sp, r);
+        CHECK_STATUS(s, BSK_SUCCESS);
+        if (s) { problem_free(&P); fails++; continue; }
+        u = bsk_rng_uniform(r);
+        int var = u < 0.7 ? 0 : u < 0.85 ? 3 : 7, simt = bsk_rng_uniform(r) < 0.1;
+        bsk__attn_variant = var;
+        bsk__attention_force_simt(simt);
+        bsk_status rs = run_on_device(ctx, &P);
+        bsk__attn_variant = 0;
+        bsk__attention_force_simt(0);
+        int before = t->failed;
+        CHECK_STATUS(rs, BSK_SUCCESS);
+        if (!rs) {
+            char label[200];
+            snprintf(label, sizeof label, "stress %d: B%lld H%lld/%lld SQ%lld SK%lld D%lld bq%d bk%d %s order%d causal%d off%lld "
+                     "kind%d kv_lens%d pad%lld empty%lld scale%g var%d simt%d [%s]", i, (long long)sp.B, (long long)sp.H,
+                     (long long)sp.HK, (long long)sp.SQ, (long long)sp.SK, (long long)sp.D, sp.bq, sp.bk,
+                     sp.dt == BSK_F16 ? "f16" : sp.dt == BSK_BF16 ? "bf16" : "f32", sp.order, sp.causal, (long long)sp.off,
+                     sp.kind, sp.kv_lens, (long long)sp.pad, (long long)sp.empty_qb, sp.scale, var, simt, bsk_last_kernel(ctx));
+            check_result(t, &P.o.t, P.lse, P.O_ref, P.lse_ref, tol_for(sp.dt, 1), label);
+            if (t->failed != before) fprintf(stderr, "  ^ %s\n", label);
+            hopper += strcmp(bsk_last_kernel(ctx), "hopper-attn-wgmma") == 0;
+        }
+        if (t->failed == before) passed++;
+        else fails++;
+        problem_free(&P);
+    }
+    printf("  gpu attention stress: %d/%d random problems passed (%d on the Hopper kernel)\n", passed, n, hopper);
+    if (hopper_device()) CHECK(hopper > 0);
     bsk_destroy(ctx);
 }

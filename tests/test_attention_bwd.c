@@ -8,69 +8,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include "harness.h"
+#include "attn_util.h"
 #include "../src/internal.h"
 #include "../src/attention/attention_internal.h"
 
-enum { BSHD = 0, BHSD = 1 };
-
-typedef struct tbuf {
-    bsk_attn_tensor t;
-    void *host; /* the whole buffer */
-    int64_t elems;
-} tbuf;
-
-/* A random (or NaN) tensor in either order, `pad` extra elements after each row. */
-static tbuf tb_make(int64_t B, int64_t S, int64_t H, int64_t D, bsk_dtype dt, int order, int64_t pad, bsk_rng *r,
-                    int poison)
-{
-    tbuf tb;
-    memset(&tb, 0, sizeof tb);
-    tb.t.batch = B; tb.t.seq = S; tb.t.heads = H; tb.t.dim = D;
-    tb.t.dtype = dt; tb.t.mem = BSK_MEM_HOST;
-    if (order == BSHD) {
-        tb.t.stride_head = D;
-        tb.t.stride_seq = H * D + pad;
-        tb.t.stride_batch = S * tb.t.stride_seq;
-    } else {
-        tb.t.stride_seq = D + pad;
-        tb.t.stride_head = S * tb.t.stride_seq;
-        tb.t.stride_batch = H * tb.t.stride_head;
-    }
-    tb.elems = B * tb.t.stride_batch + 8;
-    tb.host = malloc((size_t)tb.elems * bsk_dtype_size(dt));
-    for (int64_t i = 0; i < tb.elems; i++) bsk__store(tb.host, dt, i, poison ? NAN : bsk_rng_sym(r));
-    tb.t.data = tb.host;
-    return tb;
-}
-
-static void tb_poison(tbuf *tb)
-{
-    for (int64_t i = 0; i < tb->elems; i++) bsk__store(tb->host, tb->t.dtype, i, NAN);
-}
-
-static int64_t tidx(const bsk_attn_tensor *t, int64_t b, int64_t s, int64_t h, int64_t d)
-{
-    return b * t->stride_batch + s * t->stride_seq + h * t->stride_head + d;
-}
-
 /* ------------------------------------------------------------------ problem */
 
-typedef struct bspec {
-    int64_t B, H, HK, SQ, SK, D;
-    int32_t bq, bk;
-    bsk_dtype dt;
-    int order, causal;
-    int64_t off;
-    int kind;         /* 0 dense, 1 causal builder, 2 local+global, 3 random per (batch, head), 4 random shared */
-    int kv_lens;      /* random per-batch key lengths (2: and batch 0 has none) */
-    int64_t pad;
-    int64_t empty_qb; /* kind 3/4: a query block of layout 0 with no tiles */
-    float scale;      /* 0: 1/sqrt(D) */
-    int dlse;         /* the loss uses lse too: a random d_lse */
-} bspec;
+typedef attn_spec bspec; /* the problem shape and mask rules (attn_util.h) */
 
 typedef struct bprob {
-    tbuf q, k, v, o, g, dq, dk, dv;
+    attn_tbuf q, k, v, o, g, dq, dk, dv;
     float *lse, *dlse;
     bsk_attn_layout layout;
     int32_t *kv_lens;
@@ -80,18 +27,6 @@ typedef struct bprob {
     uint8_t *q_act, *k_act;   /* a query row with something to attend to / a key some query attends to */
 } bprob;
 
-static bsk_status random_layout(int64_t SQ, int64_t SK, int32_t bq, int32_t bk, int32_t lb, int32_t lh, double density,
-                                int causal, int64_t off, int64_t empty_qb, bsk_rng *r, bsk_attn_layout *out)
-{
-    int64_t mq = (SQ + bq - 1) / bq, nb = (SK + bk - 1) / bk, n = (int64_t)lb * lh * mq * nb;
-    uint8_t *mask = (uint8_t *)malloc((size_t)n + 1);
-    for (int64_t x = 0; x < n; x++) mask[x] = bsk_rng_uniform(r) < density;
-    if (empty_qb >= 0 && empty_qb < mq) memset(mask + empty_qb * nb, 0, (size_t)nb);
-    bsk_status s = bsk_attn_layout_from_mask(SQ, SK, bq, bk, lb, lh, mask, causal, off, out);
-    free(mask);
-    return s;
-}
-
 /* float64 gradients from the definition (see the file comment). */
 static void ref_backward(bprob *P)
 {
@@ -99,7 +34,6 @@ static void ref_backward(bprob *P)
     const bsk_attn_layout *L = p->layout;
     const bsk_attn_tensor *Q = &p->q, *K = &p->k, *V = &p->v, *G = &p->d_o;
     int64_t B = Q->batch, H = Q->heads, HK = K->heads, SQ = Q->seq, SK = K->seq, D = Q->dim;
-    int64_t mq = bsk_attn_layout_mq(L);
     double scale = p->scale != 0.0f ? p->scale : 1.0 / sqrt((double)D);
     memset(P->dQ, 0, (size_t)(B * SQ * H * D + 1) * sizeof(double));
     memset(P->dK, 0, (size_t)(B * SK * HK * D + 1) * sizeof(double));
@@ -112,30 +46,17 @@ static void ref_backward(bprob *P)
     double *kd = (double *)malloc((size_t)(SK * D + 1) * sizeof(double)), *vd = (double *)malloc((size_t)(SK * D + 1) * sizeof(double));
     for (int64_t b = 0; b < B; b++)
         for (int64_t h = 0; h < H; h++) {
-            int64_t hk = h / (H / HK), l = bsk__attn_layout_index(L, b, h);
-            int64_t kv_len = p->kv_lens ? p->kv_lens[b] : SK;
-            for (int64_t k = 0; k < SK; k++)
-                for (int64_t d = 0; d < D; d++) {
-                    kd[k * D + d] = bsk__load(K->data, K->dtype, tidx(K, b, k, hk, d));
-                    vd[k * D + d] = bsk__load(V->data, V->dtype, tidx(V, b, k, hk, d));
-                }
+            int64_t hk = h / (H / HK), kv_len = p->kv_lens ? p->kv_lens[b] : SK;
+            attn_load_rows(K, b, hk, SK, kd);
+            attn_load_rows(V, b, hk, SK, vd);
             for (int64_t q = 0; q < SQ; q++) {
-                int64_t row = l * mq + q / L->block_q;
                 for (int64_t d = 0; d < D; d++) {
-                    qd[d] = bsk__load(Q->data, Q->dtype, tidx(Q, b, q, h, d));
-                    gd[d] = bsk__load(G->data, G->dtype, tidx(G, b, q, h, d));
+                    qd[d] = bsk__load(Q->data, Q->dtype, attn_tidx(Q, b, q, h, d));
+                    gd[d] = bsk__load(G->data, G->dtype, attn_tidx(G, b, q, h, d));
                 }
-                memset(allowed, 0, (size_t)SK + 1);
-                for (int list = 0; list < 2; list++) {
-                    int32_t n = list ? L->part_count[row] : L->full_count[row];
-                    const int32_t *idx = (list ? L->part_idx : L->full_idx) + row * L->capacity;
-                    for (int32_t a = 0; a < n; a++)
-                        for (int64_t k = (int64_t)idx[a] * L->block_k; k < ((int64_t)idx[a] + 1) * L->block_k && k < SK; k++)
-                            allowed[k] = 1;
-                }
+                attn_allowed_keys(L, b, h, q, SK, kv_len, p->causal, p->causal_offset, allowed);
                 double mx = -INFINITY;
                 for (int64_t k = 0; k < SK; k++) {
-                    if (k >= kv_len || (p->causal && k > q + p->causal_offset)) allowed[k] = 0;
                     if (!allowed[k]) continue;
                     double acc = 0, acc2 = 0;
                     for (int64_t d = 0; d < D; d++) {
@@ -175,35 +96,23 @@ static bsk_status prob_make(bprob *P, const bspec *sp, bsk_rng *r)
 {
     memset(P, 0, sizeof *P);
     int o1 = sp->order, o2 = sp->order ^ 1;
-    P->q = tb_make(sp->B, sp->SQ, sp->H, sp->D, sp->dt, o1, sp->pad, r, 0);
-    P->k = tb_make(sp->B, sp->SK, sp->HK, sp->D, sp->dt, o1, sp->pad, r, 0);
-    P->v = tb_make(sp->B, sp->SK, sp->HK, sp->D, sp->dt, o1, sp->pad, r, 0);
-    P->g = tb_make(sp->B, sp->SQ, sp->H, sp->D, sp->dt, o2, sp->pad, r, 0);
-    P->o = tb_make(sp->B, sp->SQ, sp->H, sp->D, sp->dt, o2, sp->pad, r, 1);
-    P->dq = tb_make(sp->B, sp->SQ, sp->H, sp->D, sp->dt, o2, sp->pad, r, 1); /* outputs in the other order */
-    P->dk = tb_make(sp->B, sp->SK, sp->HK, sp->D, sp->dt, o2, sp->pad, r, 1);
-    P->dv = tb_make(sp->B, sp->SK, sp->HK, sp->D, sp->dt, o1, sp->pad, r, 1);
+    P->q = attn_tensor_make(sp->B, sp->SQ, sp->H, sp->D, sp->dt, o1, sp->pad, r, 0);
+    P->k = attn_tensor_make(sp->B, sp->SK, sp->HK, sp->D, sp->dt, o1, sp->pad, r, 0);
+    P->v = attn_tensor_make(sp->B, sp->SK, sp->HK, sp->D, sp->dt, o1, sp->pad, r, 0);
+    P->g = attn_tensor_make(sp->B, sp->SQ, sp->H, sp->D, sp->dt, o2, sp->pad, r, 0);
+    P->o = attn_tensor_make(sp->B, sp->SQ, sp->H, sp->D, sp->dt, o2, sp->pad, r, 1);
+    P->dq = attn_tensor_make(sp->B, sp->SQ, sp->H, sp->D, sp->dt, o2, sp->pad, r, 1); /* outputs in the other order */
+    P->dk = attn_tensor_make(sp->B, sp->SK, sp->HK, sp->D, sp->dt, o2, sp->pad, r, 1);
+    P->dv = attn_tensor_make(sp->B, sp->SK, sp->HK, sp->D, sp->dt, o1, sp->pad, r, 1);
     P->lse = (float *)malloc((size_t)(sp->B * sp->H * sp->SQ + 1) * sizeof(float));
     for (int64_t x = 0; x <= sp->B * sp->H * sp->SQ; x++) P->lse[x] = NAN;
     if (sp->dlse) {
         P->dlse = (float *)malloc((size_t)(sp->B * sp->H * sp->SQ + 1) * sizeof(float));
         for (int64_t x = 0; x <= sp->B * sp->H * sp->SQ; x++) P->dlse[x] = bsk_rng_sym(r);
     }
-    bsk_status s;
-    switch (sp->kind) {
-    case 0: s = bsk_attn_layout_dense(sp->SQ, sp->SK, sp->bq, sp->bk, &P->layout); break;
-    case 1: s = bsk_attn_layout_causal(sp->SQ, sp->SK, sp->bq, sp->bk, sp->off, &P->layout); break;
-    case 2: s = bsk_attn_layout_local(sp->SQ, sp->SK, sp->bq, sp->bk, 1, 1, 1, sp->causal, sp->off, &P->layout); break;
-    case 3: s = random_layout(sp->SQ, sp->SK, sp->bq, sp->bk, (int32_t)sp->B, (int32_t)sp->H, 0.4, sp->causal, sp->off,
-                              sp->empty_qb, r, &P->layout); break;
-    default: s = random_layout(sp->SQ, sp->SK, sp->bq, sp->bk, 1, 1, 0.5, sp->causal, sp->off, sp->empty_qb, r, &P->layout); break;
-    }
+    bsk_status s = attn_spec_layout(sp, r, &P->layout);
     if (s) return s;
-    if (sp->kv_lens) {
-        P->kv_lens = (int32_t *)malloc((size_t)sp->B * 4);
-        for (int64_t b = 0; b < sp->B; b++) P->kv_lens[b] = (int32_t)bsk_rng_int(r, b == 0 ? 0 : 1, sp->SK);
-        if (sp->kv_lens == 2) P->kv_lens[0] = 0;
-    }
+    P->kv_lens = attn_spec_kv_lens(sp, r);
     P->f.q = P->q.t; P->f.k = P->k.t; P->f.v = P->v.t; P->f.o = P->o.t; P->f.lse = P->lse;
     P->f.layout = &P->layout; P->f.kv_lens = P->kv_lens; P->f.scale = sp->scale;
     P->f.causal = sp->causal; P->f.causal_offset = sp->off;
@@ -222,7 +131,7 @@ static bsk_status prob_make(bprob *P, const bspec *sp, bsk_rng *r)
 
 static void prob_free(bprob *P)
 {
-    tbuf *all[8] = {&P->q, &P->k, &P->v, &P->o, &P->g, &P->dq, &P->dk, &P->dv};
+    attn_tbuf *all[8] = {&P->q, &P->k, &P->v, &P->o, &P->g, &P->dq, &P->dk, &P->dv};
     for (int i = 0; i < 8; i++) free(all[i]->host);
     free(P->lse); free(P->dlse); free(P->kv_lens); free(P->dQ); free(P->dK); free(P->dV); free(P->q_act); free(P->k_act);
     bsk_attn_layout_free(&P->layout);
@@ -239,7 +148,7 @@ static double check_grad(bsk_test_ctx *t, const bsk_attn_tensor *got, const doub
         for (int64_t s = 0; s < S; s++)
             for (int64_t h = 0; h < H; h++)
                 for (int64_t d = 0; d < D; d++) {
-                    double g = bsk__load(got->data, got->dtype, tidx(got, b, s, h, d)), r = ref[((b * S + s) * H + h) * D + d];
+                    double g = bsk__load(got->data, got->dtype, attn_tidx(got, b, s, h, d)), r = ref[((b * S + s) * H + h) * D + d];
                     if (!isfinite(g)) nonfinite = 1;
                     if (!act[(b * S + s) * H + h] && g != 0.0) bad_zero++;
                     num += (g - r) * (g - r);
@@ -284,7 +193,7 @@ static void run_cpu_spec(bsk_test_ctx *t, const bspec *sp, const char *what)
         size_t nb = (size_t)P.dk.elems * bsk_dtype_size(sp->dt);
         void *first = malloc(nb);
         memcpy(first, P.dk.host, nb);
-        tb_poison(&P.dk);
+        attn_tensor_poison(&P.dk);
         CHECK_STATUS(bsk_attention_backward(ctx, &P.p), BSK_SUCCESS);
         CHECK(memcmp(first, P.dk.host, nb) == 0);
         free(first);
@@ -357,7 +266,7 @@ BSK_TEST(attn_bwd_finite_differences)
     P.kv_lens[0] = 11;
     REQUIRE_OK(bsk_attention_forward(ctx, &P.f));
     REQUIRE_OK(bsk_attention_backward(ctx, &P.p));
-    tbuf *in[3] = {&P.q, &P.k, &P.v}, *gr[3] = {&P.dq, &P.dk, &P.dv};
+    attn_tbuf *in[3] = {&P.q, &P.k, &P.v}, *gr[3] = {&P.dq, &P.dk, &P.dv};
     const double eps = 1e-2;
     for (int x = 0; x < 3; x++) {
         const bsk_attn_tensor *T = &in[x]->t;
@@ -365,7 +274,7 @@ BSK_TEST(attn_bwd_finite_differences)
         for (int64_t s = 0; s < T->seq; s++)
             for (int64_t h = 0; h < T->heads; h++)
                 for (int64_t d = 0; d < T->dim; d++) {
-                    float *e = (float *)in[x]->host + tidx(T, 0, s, h, d), keep = *e;
+                    float *e = (float *)in[x]->host + attn_tidx(T, 0, s, h, d), keep = *e;
                     double Lpm[2];
                     for (int side = 0; side < 2; side++) {
                         *e = keep + (float)(side ? -eps : eps);
@@ -374,13 +283,13 @@ BSK_TEST(attn_bwd_finite_differences)
                         for (int64_t q = 0; q < sp.SQ; q++)
                             for (int64_t hh = 0; hh < sp.H; hh++)
                                 for (int64_t c = 0; c < sp.D; c++)
-                                    acc += (double)((float *)P.o.host)[tidx(&P.o.t, 0, q, hh, c)] *
-                                           ((float *)P.g.host)[tidx(&P.g.t, 0, q, hh, c)];
+                                    acc += (double)((float *)P.o.host)[attn_tidx(&P.o.t, 0, q, hh, c)] *
+                                           ((float *)P.g.host)[attn_tidx(&P.g.t, 0, q, hh, c)];
                         for (int64_t x = 0; x < sp.H * sp.SQ; x++) acc += (double)P.lse[x] * P.dlse[x];
                         Lpm[side] = acc;
                     }
                     *e = keep;
-                    double fd = (Lpm[0] - Lpm[1]) / (2 * eps), an = ((float *)gr[x]->host)[tidx(&gr[x]->t, 0, s, h, d)];
+                    double fd = (Lpm[0] - Lpm[1]) / (2 * eps), an = ((float *)gr[x]->host)[attn_tidx(&gr[x]->t, 0, s, h, d)];
                     num += (fd - an) * (fd - an);
                     den += fd * fd;
                 }
@@ -402,7 +311,7 @@ BSK_TEST(attn_bwd_validation_outputs_untouched)
     bprob P;
     REQUIRE_OK(prob_make(&P, &sp, bsk_test_rng()));
     REQUIRE_OK(bsk_attention_forward(ctx, &P.f));
-    tbuf *outs[3] = {&P.dq, &P.dk, &P.dv};
+    attn_tbuf *outs[3] = {&P.dq, &P.dk, &P.dv};
     void *before[3];
     for (int i = 0; i < 3; i++) {
         before[i] = malloc((size_t)outs[i]->elems * 2);
@@ -484,30 +393,22 @@ BSK_TEST(attn_bwd_empty_sides)
 
 /* ------------------------------------------------------------------ GPU */
 
-static void *to_dev(const void *h, size_t bytes)
-{
-    void *d = NULL;
-    if (bsk_cuda_malloc(&d, bytes ? bytes : 1)) return NULL;
-    if (bsk_cuda_memcpy(d, h, bytes, 1, 0)) { bsk_cuda_free(d); return NULL; }
-    return d;
-}
-
 /* Forward then backward on the device (everything uploaded; o, lse, dq, dk, dv start as NaN there), twice:
    the second run's bits must equal the first's. dq, dk, dv come back into P's host buffers. */
 static bsk_status run_on_device(bsk_context *ctx, bprob *P, int *same_bits)
 {
     size_t es = bsk_dtype_size(P->q.t.dtype);
     int64_t nl = P->q.t.batch * P->q.t.heads * P->q.t.seq;
-    tbuf *all[8] = {&P->q, &P->k, &P->v, &P->o, &P->g, &P->dq, &P->dk, &P->dv};
+    attn_tbuf *all[8] = {&P->q, &P->k, &P->v, &P->o, &P->g, &P->dq, &P->dk, &P->dv};
     void *dev[8];
     bsk_status s = BSK_SUCCESS;
     for (int i = 0; i < 8; i++) {
-        dev[i] = to_dev(all[i]->host, (size_t)all[i]->elems * es);
+        dev[i] = attn_to_dev(all[i]->host, (size_t)all[i]->elems * es);
         if (!dev[i]) s = BSK_ERR_OUT_OF_MEMORY;
     }
-    float *dl = (float *)to_dev(P->lse, (size_t)(nl + 1) * 4);
-    float *ddl = P->dlse ? (float *)to_dev(P->dlse, (size_t)(nl + 1) * 4) : NULL;
-    int32_t *dlen = P->kv_lens ? (int32_t *)to_dev(P->kv_lens, (size_t)P->q.t.batch * 4) : NULL;
+    float *dl = (float *)attn_to_dev(P->lse, (size_t)(nl + 1) * 4);
+    float *ddl = P->dlse ? (float *)attn_to_dev(P->dlse, (size_t)(nl + 1) * 4) : NULL;
+    int32_t *dlen = P->kv_lens ? (int32_t *)attn_to_dev(P->kv_lens, (size_t)P->q.t.batch * 4) : NULL;
     bsk_attn_layout DL;
     memset(&DL, 0, sizeof DL);
     if (!s) s = bsk_attn_layout_clone(&P->layout, BSK_MEM_DEVICE, &DL);
@@ -536,7 +437,7 @@ static bsk_status run_on_device(bsk_context *ctx, bprob *P, int *same_bits)
                     /* keep the bits, then poison the device copy again before the second run */
                     first[i] = malloc(nbytes);
                     memcpy(first[i], all[5 + i]->host, nbytes);
-                    tb_poison(all[5 + i]);
+                    attn_tensor_poison(all[5 + i]);
                     s = bsk_cuda_memcpy(dev[5 + i], all[5 + i]->host, nbytes, 1, 0);
                 } else if (memcmp(first[i], all[5 + i]->host, nbytes) != 0) {
                     *same_bits = 0;
@@ -577,12 +478,10 @@ static void gpu_spec(bsk_test_ctx *t, bsk_context *ctx, const bspec *sp, int sim
     prob_free(&P);
 }
 
-static int gpu_ctx(bsk_context **ctx) { return bsk_create(ctx, BSK_BACKEND_CUDA) == BSK_SUCCESS; }
-
 BSK_TEST(gpu_attn_bwd_mma_grid)
 {
     bsk_context *ctx;
-    if (!gpu_ctx(&ctx)) SKIP("no CUDA device");
+    if (!attn_gpu_ctx(&ctx)) SKIP("no CUDA device");
     /* every dtype x head dim x query block x causal; key block, orders, layout kind, GQA, kv_lens, odd lengths
        and row padding varied across the grid */
     int n = 0;
@@ -591,21 +490,9 @@ BSK_TEST(gpu_attn_bwd_mma_grid)
             for (int bq = 64; bq <= 128; bq += 64)
                 for (int causal = 0; causal < 2; causal++, n++) {
                     bspec sp;
-                    memset(&sp, 0, sizeof sp);
-                    sp.B = 2; sp.H = 4; sp.HK = n % 3 == 0 ? 1 : (n % 3 == 1 ? 2 : 4);
-                    sp.SQ = 200 + 37 * (n % 4); sp.SK = n % 5 == 0 ? sp.SQ + 70 : sp.SQ;
-                    sp.D = D; sp.bq = bq; sp.bk = (n & 2) ? 128 : 64;
-                    sp.dt = dt ? BSK_BF16 : BSK_F16;
-                    sp.order = n & 1; sp.causal = causal;
-                    sp.off = sp.SK - sp.SQ;
-                    sp.kind = causal ? (n % 4 == 1 ? 1 : 2 + (n % 3)) : (n % 4 == 0 ? 0 : 2 + (n % 3));
-                    sp.kv_lens = n % 3 == 2;
-                    sp.pad = (n % 4 == 3) ? 8 : 0;
-                    sp.empty_qb = 1;
-                    sp.dlse = n % 4 == 2;
                     char what[128];
-                    snprintf(what, sizeof what, "%s D%d bq%d bk%d causal%d kind%d hk%lld order%d", dt ? "bf16" : "f16", D,
-                             bq, sp.bk, causal, sp.kind, (long long)sp.HK, sp.order);
+                    attn_grid_spec(n, dt, D, bq, causal, &sp, what, sizeof what);
+                    sp.dlse = n % 4 == 2;
                     gpu_spec(t, ctx, &sp, 0, "cuda-attention-bwd-mma", what);
                 }
     bsk_destroy(ctx);
@@ -614,7 +501,7 @@ BSK_TEST(gpu_attn_bwd_mma_grid)
 BSK_TEST(gpu_attn_bwd_simt_and_fallbacks)
 {
     bsk_context *ctx;
-    if (!gpu_ctx(&ctx)) SKIP("no CUDA device");
+    if (!attn_gpu_ctx(&ctx)) SKIP("no CUDA device");
     bspec a = {.B = 2, .H = 4, .HK = 2, .SQ = 150, .SK = 190, .D = 128, .bq = 64, .bk = 64, .dt = BSK_BF16, .order = BSHD,
                .causal = 1, .off = 40, .kind = 3, .kv_lens = 1, .empty_qb = 1, .dlse = 1};
     gpu_spec(t, ctx, &a, 1, "cuda-attention-bwd-simt", "simt forced");
@@ -633,7 +520,7 @@ BSK_TEST(gpu_attn_bwd_simt_and_fallbacks)
 BSK_TEST(gpu_attn_bwd_empty_and_extremes)
 {
     bsk_context *ctx;
-    if (!gpu_ctx(&ctx)) SKIP("no CUDA device");
+    if (!attn_gpu_ctx(&ctx)) SKIP("no CUDA device");
     /* a layout with no tiles: every gradient 0 */
     bspec e = {.B = 1, .H = 2, .HK = 2, .SQ = 130, .SK = 130, .D = 64, .bq = 64, .bk = 64, .dt = BSK_F16, .order = BSHD,
                .kind = 4, .empty_qb = 0};

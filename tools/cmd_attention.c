@@ -9,13 +9,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
+#include "attn_common.h"
 #include "../src/attention/attention_internal.h"
 
 #define MAXD_ATTN_LIST 4
 
 #ifdef BSK_WITH_CUDA
 #include <cuda_runtime.h>
-#include <cublas_v2.h>
 
 typedef struct attn_work {
     bsk_context *ctx;
@@ -40,25 +40,8 @@ static int gate_run(void *arg)
     return (int)bsk_topk_block_layout(w->ctx, w->p, w->out);
 }
 
-typedef struct gemm_work {
-    cublasHandle_t h;
-    void *a, *b, *c;
-    int n;
-    cublasStatus_t st;
-} gemm_work;
-
-static int gemm_run(void *arg)
-{
-    gemm_work *w = (gemm_work *)arg;
-    float one = 1.0f, zero = 0.0f;
-    w->st = cublasGemmEx(w->h, CUBLAS_OP_N, CUBLAS_OP_N, w->n, w->n, w->n, &one, w->a, CUDA_R_16BF, w->n, w->b,
-                         CUDA_R_16BF, w->n, &zero, w->c, CUDA_R_16BF, w->n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
-    return w->st != CUBLAS_STATUS_SUCCESS;
-}
-
-/* A per-(batch, head) layout keeping round(density · candidates) key blocks per query block (candidates:
-   all blocks, or those on/below the diagonal when causal; the diagonal always kept when causal so no row
-   is empty), chosen at random. density 1: the dense / causal builders. */
+/* The per-(batch, head) random layout of attn_bench_layout; density 1: the dense / causal builders, expanded
+   per (batch, head) as well. */
 static bsk_status make_layout(int64_t S, int32_t bs, int32_t B, int32_t H, double density, int causal, uint64_t seed,
                               bsk_attn_layout *out)
 {
@@ -81,29 +64,7 @@ static bsk_status make_layout(int64_t S, int32_t bs, int32_t B, int32_t H, doubl
         free(mask);
         return s;
     }
-    int64_t mq = (S + bs - 1) / bs, nb = mq;
-    uint8_t *mask = (uint8_t *)calloc((size_t)(B * H * mq * nb), 1);
-    int64_t *perm = (int64_t *)malloc((size_t)nb * sizeof(int64_t));
-    if (!mask || !perm) { free(mask); free(perm); return BSK_ERR_OUT_OF_MEMORY; }
-    uint64_t st = seed * 0x9e3779b97f4a7c15ull + 1;
-    for (int64_t l = 0; l < (int64_t)B * H; l++)
-        for (int64_t i = 0; i < mq; i++) {
-            int64_t cand = causal ? i + 1 : nb, keep = (int64_t)llround(density * (double)cand);
-            if (keep < 1) keep = 1;
-            uint8_t *row = mask + (l * mq + i) * nb;
-            if (causal) { row[i] = 1; keep--; cand--; } /* the diagonal, then from the blocks before it */
-            for (int64_t j = 0; j < cand; j++) perm[j] = j;
-            for (int64_t j = 0; j < keep && j < cand; j++) {
-                st ^= st << 13; st ^= st >> 7; st ^= st << 17;
-                int64_t r = j + (int64_t)(st % (uint64_t)(cand - j)), x = perm[j];
-                perm[j] = perm[r]; perm[r] = x;
-                row[perm[j]] = 1;
-            }
-        }
-    free(perm);
-    bsk_status s = bsk_attn_layout_from_mask(S, S, bs, bs, B, H, mask, causal, 0, out);
-    free(mask);
-    return s;
+    return attn_bench_layout(S, bs, B, H, density, causal, seed, out);
 }
 
 /* float64 reference of a few query rows of (batch 0, head 0) against the device result. */
@@ -169,31 +130,12 @@ typedef struct result {
 static int run(const char *json, int iters, int warmup, int64_t B, int64_t H, int64_t S, const int64_t *dims, int nd,
                const double *dens, int ndens, int variants, int variant, int compare)
 {
-    bsk_context *ctx = NULL;
-    cublasHandle_t blas = NULL;
+    bsk_context *ctx;
+    cublasHandle_t blas;
     cli_gpu_timer timer;
-    if (bsk_create(&ctx, BSK_BACKEND_CUDA)) { fprintf(stderr, "bsk attention: needs a CUDA device\n"); return CLI_FAIL; }
-    if (cublasCreate(&blas) != CUBLAS_STATUS_SUCCESS || cli_gpu_timer_init(&timer, NULL)) {
-        fprintf(stderr, "bsk attention: cuBLAS / timer setup failed\n");
-        bsk_destroy(ctx);
-        return CLI_FAIL;
-    }
+    if (attn_bench_open("attention", &ctx, &blas, &timer)) return CLI_FAIL;
     int rc, failures = 0;
-    /* ---- cuBLAS dense reference: 8192^3 bf16, fp32 compute */
-    double gemm_tflops = NAN;
-    {
-        gemm_work g = {blas, NULL, NULL, NULL, 8192, CUBLAS_STATUS_SUCCESS};
-        size_t bytes = (size_t)8192 * 8192 * 2;
-        if (cudaMalloc(&g.a, bytes) == cudaSuccess && cudaMalloc(&g.b, bytes) == cudaSuccess && cudaMalloc(&g.c, bytes) == cudaSuccess) {
-            cudaMemset(g.a, 0x3c, bytes);
-            cudaMemset(g.b, 0x3c, bytes);
-            double ms = cli_time_gpu(&timer, gemm_run, &g, 2, iters, &rc);
-            gemm_tflops = 2.0 * 8192.0 * 8192.0 * 8192.0 / (ms * 1e-3) * 1e-12;
-        }
-        cudaFree(g.a); cudaFree(g.b); cudaFree(g.c);
-        (void)cudaGetLastError();
-        printf("cuBLAS dense bf16 GEMM 8192^3: %.1f TFLOPS\n", gemm_tflops);
-    }
+    const double gemm_tflops = attn_bench_cublas_tflops(blas, &timer, iters); /* the dense reference */
 
     result res[2 * MAXD_ATTN_LIST * 8];
     int nres = 0;
@@ -229,21 +171,11 @@ static int run(const char *json, int iters, int warmup, int64_t B, int64_t H, in
                 memset(&dl, 0, sizeof dl);
                 r->status = make_layout(S, bs, (int32_t)B, (int32_t)H, dens[x], causal, 1000 + (uint64_t)x, &hl);
                 if (r->status) { failures++; continue; }
-                int64_t nf = 0, np = 0, mq = bsk_attn_layout_mq(&hl);
-                bsk_attn_layout_tiles(&hl, &nf, &np);
-                r->kept_tiles = nf + np;
-                r->density_actual = (double)(nf + np) / (double)(B * H * mq * mq);
-                double flop = 4.0 * (double)(nf + np) * bs * bs * (double)D;
+                const int64_t mq = bsk_attn_layout_mq(&hl);
+                double flop;
+                attn_bench_tiles(&hl, B, H, bs, D, &r->kept_tiles, &r->density_actual, &flop);
                 r->status = bsk_attn_layout_clone(&hl, BSK_MEM_DEVICE, &dl);
-                bsk_attention_params p;
-                memset(&p, 0, sizeof p);
-                p.q = bsk_attn_tensor_bshd(dq, B, S, H, D, BSK_BF16, BSK_MEM_DEVICE);
-                p.k = bsk_attn_tensor_bshd(dk, B, S, H, D, BSK_BF16, BSK_MEM_DEVICE);
-                p.v = bsk_attn_tensor_bshd(dv, B, S, H, D, BSK_BF16, BSK_MEM_DEVICE);
-                p.o = bsk_attn_tensor_bshd(dout, B, S, H, D, BSK_BF16, BSK_MEM_DEVICE);
-                p.lse = dlse;
-                p.layout = &dl;
-                p.causal = causal;
+                bsk_attention_params p = attn_bench_params(dq, dk, dv, dout, dlse, &dl, B, S, H, D, causal);
                 attn_work w = {ctx, &p};
                 if (!r->status) {
                     bsk__attn_variant = variant;
@@ -381,16 +313,9 @@ static int run(const char *json, int iters, int warmup, int64_t B, int64_t H, in
         cudaFree(dl);
     }
 
-    FILE *f = fopen(json, "w");
-    if (!f) fprintf(stderr, "bsk attention: cannot write %s\n", json);
-    else {
-        cli_json j;
-        cli_json_begin(&j, f);
-        cli_json_meta(&j, "bsk attention");
-        cli_json_obj(&j, "config");
-        cli_json_int(&j, "batch", B);
-        cli_json_int(&j, "heads", H);
-        cli_json_int(&j, "seq", S);
+    cli_json j;
+    FILE *f = attn_bench_json_begin(&j, "attention", json, B, H, S);
+    if (f) {
         cli_json_int(&j, "block", 128);
         cli_json_str(&j, "dtype", "bf16");
         cli_json_str(&j, "layout", "random per (batch, head); causal keeps the diagonal; density 1 = dense/causal builder");
@@ -433,13 +358,9 @@ static int run(const char *json, int iters, int warmup, int64_t B, int64_t H, in
         cli_json_num(&j, "causal_us_warm", small_warm[1]);
         cli_json_str(&j, "kernel", small_kernel);
         cli_json_end(&j);
-        cli_json_finish(&j);
-        fclose(f);
-        printf("wrote %s\n", json);
+        attn_bench_json_finish(&j, f, json);
     }
-    cli_gpu_timer_free(&timer);
-    cublasDestroy(blas);
-    bsk_destroy(ctx);
+    attn_bench_close(ctx, blas, &timer);
     return failures ? CLI_FAIL : CLI_OK;
 }
 #endif

@@ -11,11 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
+#include "attn_common.h"
 #include "../src/attention/attention_internal.h"
 
 #ifdef BSK_WITH_CUDA
 #include <cuda_runtime.h>
-#include <cublas_v2.h>
 
 typedef struct fwd_work { bsk_context *ctx; const bsk_attention_params *p; } fwd_work;
 typedef struct bwd_work { bsk_context *ctx; const bsk_attention_bwd_params *p; } bwd_work;
@@ -30,46 +30,6 @@ static int bwd_run(void *arg)
 {
     bwd_work *w = (bwd_work *)arg;
     return (int)bsk_attention_backward(w->ctx, w->p);
-}
-
-typedef struct gemm_work { cublasHandle_t h; void *a, *b, *c; int n; } gemm_work;
-
-static int gemm_run(void *arg)
-{
-    gemm_work *w = (gemm_work *)arg;
-    float one = 1.0f, zero = 0.0f;
-    return cublasGemmEx(w->h, CUBLAS_OP_N, CUBLAS_OP_N, w->n, w->n, w->n, &one, w->a, CUDA_R_16BF, w->n, w->b, CUDA_R_16BF,
-                        w->n, &zero, w->c, CUDA_R_16BF, w->n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT) != CUBLAS_STATUS_SUCCESS;
-}
-
-/* Per (batch, head, query block): round(density · candidates) random key blocks (causal: the diagonal and
-   blocks before it, the diagonal always kept). */
-static bsk_status make_layout(int64_t S, int32_t bs, int32_t B, int32_t H, double density, int causal, uint64_t seed,
-                              bsk_attn_layout *out)
-{
-    int64_t mq = (S + bs - 1) / bs, nb = mq;
-    uint8_t *mask = (uint8_t *)calloc((size_t)(B * H * mq * nb), 1);
-    int64_t *perm = (int64_t *)malloc((size_t)nb * sizeof(int64_t));
-    if (!mask || !perm) { free(mask); free(perm); return BSK_ERR_OUT_OF_MEMORY; }
-    uint64_t st = seed * 0x9e3779b97f4a7c15ull + 1;
-    for (int64_t l = 0; l < (int64_t)B * H; l++)
-        for (int64_t i = 0; i < mq; i++) {
-            int64_t cand = causal ? i + 1 : nb, keep = (int64_t)llround(density * (double)cand);
-            if (keep < 1) keep = 1;
-            uint8_t *row = mask + (l * mq + i) * nb;
-            if (causal) { row[i] = 1; keep--; cand--; }
-            for (int64_t j = 0; j < cand; j++) perm[j] = j;
-            for (int64_t j = 0; j < keep && j < cand; j++) {
-                st ^= st << 13; st ^= st >> 7; st ^= st << 17;
-                int64_t r = j + (int64_t)(st % (uint64_t)(cand - j)), x = perm[j];
-                perm[j] = perm[r]; perm[r] = x;
-                row[perm[j]] = 1;
-            }
-        }
-    free(perm);
-    bsk_status s = bsk_attn_layout_from_mask(S, S, bs, bs, B, H, mask, causal, 0, out);
-    free(mask);
-    return s;
 }
 
 /* Rows s of (batch 0, head 0) of a device [B, S, H, D] bf16 tensor, as float. */
@@ -147,30 +107,12 @@ typedef struct result {
 static int run(const char *json, int iters, int warmup, int64_t B, int64_t H, int64_t S, int64_t D, const double *dens,
                int ndens, int with_causal)
 {
-    bsk_context *ctx = NULL;
-    cublasHandle_t blas = NULL;
+    bsk_context *ctx;
+    cublasHandle_t blas;
     cli_gpu_timer timer;
-    if (bsk_create(&ctx, BSK_BACKEND_CUDA)) { fprintf(stderr, "bsk attention-bwd: needs a CUDA device\n"); return CLI_FAIL; }
-    if (cublasCreate(&blas) != CUBLAS_STATUS_SUCCESS || cli_gpu_timer_init(&timer, NULL)) {
-        fprintf(stderr, "bsk attention-bwd: cuBLAS / timer setup failed\n");
-        bsk_destroy(ctx);
-        return CLI_FAIL;
-    }
+    if (attn_bench_open("attention-bwd", &ctx, &blas, &timer)) return CLI_FAIL;
     int rc, failures = 0;
-    double gemm_tflops = NAN;
-    {
-        gemm_work g = {blas, NULL, NULL, NULL, 8192};
-        size_t bytes = (size_t)8192 * 8192 * 2;
-        if (cudaMalloc(&g.a, bytes) == cudaSuccess && cudaMalloc(&g.b, bytes) == cudaSuccess && cudaMalloc(&g.c, bytes) == cudaSuccess) {
-            cudaMemset(g.a, 0x3c, bytes);
-            cudaMemset(g.b, 0x3c, bytes);
-            double ms = cli_time_gpu(&timer, gemm_run, &g, 2, iters, &rc);
-            gemm_tflops = 2.0 * 8192.0 * 8192.0 * 8192.0 / (ms * 1e-3) * 1e-12;
-        }
-        cudaFree(g.a); cudaFree(g.b); cudaFree(g.c);
-        (void)cudaGetLastError();
-        printf("cuBLAS dense bf16 GEMM 8192^3: %.1f TFLOPS\n", gemm_tflops);
-    }
+    const double gemm_tflops = attn_bench_cublas_tflops(blas, &timer, iters); /* the dense reference */
     const int32_t bs = 128;
     int64_t n = B * S * H * D;
     size_t bytes = (size_t)n * 2;
@@ -198,23 +140,12 @@ static int run(const char *json, int iters, int warmup, int64_t B, int64_t H, in
             r->fwd_ms = r->bwd_ms = r->fwd_tflops = r->bwd_tflops = r->err = NAN;
             bsk_attn_layout hl, dl;
             memset(&dl, 0, sizeof dl);
-            r->status = make_layout(S, bs, (int32_t)B, (int32_t)H, dens[x], causal, 2000 + (uint64_t)x, &hl);
+            r->status = attn_bench_layout(S, bs, (int32_t)B, (int32_t)H, dens[x], causal, 2000 + (uint64_t)x, &hl);
             if (r->status) { failures++; continue; }
-            int64_t nf = 0, np = 0, mq = bsk_attn_layout_mq(&hl);
-            bsk_attn_layout_tiles(&hl, &nf, &np);
-            r->kept_tiles = nf + np;
-            r->density_actual = (double)(nf + np) / (double)(B * H * mq * mq);
-            double flop = 4.0 * (double)(nf + np) * bs * bs * (double)D;
+            double flop;
+            attn_bench_tiles(&hl, B, H, bs, D, &r->kept_tiles, &r->density_actual, &flop);
             r->status = bsk_attn_layout_clone(&hl, BSK_MEM_DEVICE, &dl);
-            bsk_attention_params p;
-            memset(&p, 0, sizeof p);
-            p.q = bsk_attn_tensor_bshd(d[0], B, S, H, D, BSK_BF16, BSK_MEM_DEVICE);
-            p.k = bsk_attn_tensor_bshd(d[1], B, S, H, D, BSK_BF16, BSK_MEM_DEVICE);
-            p.v = bsk_attn_tensor_bshd(d[2], B, S, H, D, BSK_BF16, BSK_MEM_DEVICE);
-            p.o = bsk_attn_tensor_bshd(d[4], B, S, H, D, BSK_BF16, BSK_MEM_DEVICE);
-            p.lse = dlse;
-            p.layout = &dl;
-            p.causal = causal;
+            bsk_attention_params p = attn_bench_params(d[0], d[1], d[2], d[4], dlse, &dl, B, S, H, D, causal);
             bsk_attention_bwd_params bp;
             memset(&bp, 0, sizeof bp);
             bp.q = p.q; bp.k = p.k; bp.v = p.v; bp.o = p.o;
@@ -259,16 +190,9 @@ static int run(const char *json, int iters, int warmup, int64_t B, int64_t H, in
     for (int i = 0; i < 8; i++) cudaFree(d[i]);
     cudaFree(dlse);
 
-    FILE *f = fopen(json, "w");
-    if (!f) fprintf(stderr, "bsk attention-bwd: cannot write %s\n", json);
-    else {
-        cli_json j;
-        cli_json_begin(&j, f);
-        cli_json_meta(&j, "bsk attention-bwd");
-        cli_json_obj(&j, "config");
-        cli_json_int(&j, "batch", B);
-        cli_json_int(&j, "heads", H);
-        cli_json_int(&j, "seq", S);
+    cli_json j;
+    FILE *f = attn_bench_json_begin(&j, "attention-bwd", json, B, H, S);
+    if (f) {
         cli_json_int(&j, "dim", D);
         cli_json_int(&j, "block", bs);
         cli_json_str(&j, "dtype", "bf16");
@@ -298,13 +222,9 @@ static int run(const char *json, int iters, int warmup, int64_t B, int64_t H, in
             cli_json_end(&j);
         }
         cli_json_end(&j);
-        cli_json_finish(&j);
-        fclose(f);
-        printf("wrote %s\n", json);
+        attn_bench_json_finish(&j, f, json);
     }
-    cli_gpu_timer_free(&timer);
-    cublasDestroy(blas);
-    bsk_destroy(ctx);
+    attn_bench_close(ctx, blas, &timer);
     return failures ? CLI_FAIL : CLI_OK;
 }
 #endif

@@ -20,12 +20,7 @@
    bsk__attention_force_simt for tests. Malformed device layouts never cause out-of-bounds access: counts
    are clamped to the capacity, out-of-range key blocks never match, every index into the transposed
    layout is clamped. */
-#include <cuda_fp16.h>
-#include <cuda_bf16.h>
-#include <stdint.h>
-#include "../cuda_internal.h"
-#include "../portable/portable_common.cuh"
-#include "../../attention/attention_internal.h"
+#include "attention_common.cuh"
 
 namespace {
 
@@ -45,72 +40,10 @@ struct BwdArgs {
     float scale, scale_log2;
 };
 
-constexpr float LOG2E = 1.4426950408889634f;
-
-/* ---- small pieces */
-template <typename T> __device__ __forceinline__ uint32_t pack2(float a, float b);
-template <> __device__ __forceinline__ uint32_t pack2<__half>(float a, float b)
-{
-    __half2 h = __floats2half2_rn(a, b); /* a in the low half: the lower column */
-    return *reinterpret_cast<uint32_t *>(&h);
-}
-template <> __device__ __forceinline__ uint32_t pack2<__nv_bfloat16>(float a, float b)
-{
-    __nv_bfloat162 h = __floats2bfloat162_rn(a, b);
-    return *reinterpret_cast<uint32_t *>(&h);
-}
-__device__ __forceinline__ void st_el(float *p, float v) { *p = v; }
-__device__ __forceinline__ void st_el(__half *p, float v) { *p = __float2half_rn(v); }
-__device__ __forceinline__ void st_el(__nv_bfloat16 *p, float v) { *p = __float2bfloat16_rn(v); }
-
-/* d += a·b with b given as two registers */
-template <typename T> __device__ __forceinline__ void mma(float *d, const uint32_t *a, uint32_t b0, uint32_t b1)
-{
-    const uint32_t b[2] = {b0, b1};
-    bsk_mma16816(d, a, b, T());
-}
-
 /* 4 bytes global -> shared; src_bytes 0 writes zeros and reads nothing. */
 __device__ __forceinline__ void cp_async4(uint32_t saddr, const void *g, int src_bytes)
 {
     asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(saddr), "l"(g), "r"(src_bytes) : "memory");
-}
-
-__device__ __forceinline__ float fast_exp2(float x)
-{
-    float y;
-    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x)); /* ex2(-inf) = +0 */
-    return y;
-}
-
-/* Element offset of 16-byte chunk c of row r in a swizzled tile of D-element rows (as the forward). */
-template <int D> __device__ __forceinline__ int swz(int r, int c) { return r * D + ((c ^ (r & 7)) << 3); }
-
-__device__ __forceinline__ int64_t kv_len_of(const BwdArgs &a, int64_t b)
-{
-    if (!a.kv_lens) return a.seq_k;
-    int64_t t = a.kv_lens[b];
-    return t < 0 ? 0 : (t > a.seq_k ? a.seq_k : t);
-}
-
-__device__ __forceinline__ int64_t layout_of(const BwdArgs &a, int64_t b, int64_t h)
-{
-    return (a.lay_b == 1 ? 0 : b) * a.lay_h + (a.lay_h == 1 ? 0 : h);
-}
-
-struct Lists {
-    const int32_t *f, *p;
-    int nf, np;
-};
-
-__device__ __forceinline__ Lists lists_row(const BwdArgs &a, int64_t row)
-{
-    Lists L;
-    L.nf = min(max(a.full_count[row], 0), a.cap);
-    L.np = min(max(a.part_count[row], 0), a.cap);
-    L.f = a.full_idx + row * a.cap;
-    L.p = a.part_idx + row * a.cap;
-    return L;
 }
 
 __device__ __forceinline__ bool sorted_has(const int32_t *x, int n, int j)
@@ -144,6 +77,34 @@ __device__ __forceinline__ int t_at(const BwdArgs &a, int64_t e)
 {
     int i = a.t_idx[e];
     return i < 0 ? 0 : (i >= a.mq ? a.mq - 1 : i);
+}
+
+/* s = A·Bᵀ and dp = A2·B2ᵀ over D for the warp's 16 rows (from row r0 of the swizzled tiles at a, a2) and 64
+   columns (rows 0..63 of the swizzled tiles at b, b2): the two products each mma.sync kernel starts a step
+   with (dK/dV: Sᵀ = K·Qᵀ, dPᵀ = V·dOᵀ; dQ: S = Q·Kᵀ, dP = dO·Vᵀ), their fragments loaded in lockstep. */
+template <typename T, int D>
+__device__ __forceinline__ void mma_pair(float (&s)[8][4], float (&dp)[8][4], uint32_t a, uint32_t a2, int r0, uint32_t b,
+                                         uint32_t b2, int lane)
+{
+#pragma unroll
+    for (int n = 0; n < 8; n++) s[n][0] = s[n][1] = s[n][2] = s[n][3] = dp[n][0] = dp[n][1] = dp[n][2] = dp[n][3] = 0.0f;
+#pragma unroll
+    for (int kk = 0; kk < D / 16; kk++) {
+        uint32_t fa[4], fa2[4];
+        bsk_ldsm_x4(fa, a + swz<D>(r0 + (lane & 15), kk * 2 + (lane >> 4)) * 2);
+        bsk_ldsm_x4(fa2, a2 + swz<D>(r0 + (lane & 15), kk * 2 + (lane >> 4)) * 2);
+#pragma unroll
+        for (int np = 0; np < 4; np++) {
+            const int off = swz<D>(np * 16 + ((lane >> 4) << 3) + (lane & 7), kk * 2 + ((lane >> 3) & 1)) * 2;
+            uint32_t fb[4], fb2[4];
+            bsk_ldsm_x4(fb, b + off);
+            mma<T>(s[2 * np], fa, fb[0], fb[1]);
+            mma<T>(s[2 * np + 1], fa, fb[2], fb[3]);
+            bsk_ldsm_x4(fb2, b2 + off);
+            mma<T>(dp[2 * np], fa2, fb2[0], fb2[1]);
+            mma<T>(dp[2 * np + 1], fa2, fb2[2], fb2[3]);
+        }
+    }
 }
 
 /* ---- 1. D and nl2, one warp per query row */
@@ -296,25 +257,7 @@ __global__ void __launch_bounds__(128, 2) bwd_dkdv_mma(const BwdArgs a)
         const float *sL = sLD + stage * 2 * QC, *sD = sL + QC;
         /* Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ for the warp's 16 keys x 64 queries */
         float s[8][4], dp[8][4];
-#pragma unroll
-        for (int n = 0; n < 8; n++) s[n][0] = s[n][1] = s[n][2] = s[n][3] = dp[n][0] = dp[n][1] = dp[n][2] = dp[n][3] = 0.0f;
-#pragma unroll
-        for (int kk = 0; kk < D / 16; kk++) {
-            uint32_t ka[4], va[4];
-            bsk_ldsm_x4(ka, sKa + swz<D>(wk + (lane & 15), kk * 2 + (lane >> 4)) * 2);
-            bsk_ldsm_x4(va, sVa + swz<D>(wk + (lane & 15), kk * 2 + (lane >> 4)) * 2);
-#pragma unroll
-            for (int np = 0; np < 4; np++) {
-                const int off = swz<D>(np * 16 + ((lane >> 4) << 3) + (lane & 7), kk * 2 + ((lane >> 3) & 1)) * 2;
-                uint32_t qb[4], gb[4];
-                bsk_ldsm_x4(qb, sQ + off);
-                mma<T>(s[2 * np], ka, qb[0], qb[1]);
-                mma<T>(s[2 * np + 1], ka, qb[2], qb[3]);
-                bsk_ldsm_x4(gb, sG + off);
-                mma<T>(dp[2 * np], va, gb[0], gb[1]);
-                mma<T>(dp[2 * np + 1], va, gb[2], gb[3]);
-            }
-        }
+        mma_pair<T, D>(s, dp, sKa, sVa, wk, sQ, sG, lane);
         /* Pᵀ and dSᵀ; element (key y, query x); mask only pieces crossing kv_len or the causal diagonal */
         const int64_t q0 = cur.q0;
         const bool need_mask = k0 + KC > kv_len || (a.causal && k0 + KC - 1 > q0 + a.off);
@@ -334,14 +277,8 @@ __global__ void __launch_bounds__(128, 2) bwd_dkdv_mma(const BwdArgs a)
 #pragma unroll
         for (int kk = 0; kk < 4; kk++) {
             uint32_t pa[4], da[4];
-            pa[0] = pack2<T>(s[2 * kk][0], s[2 * kk][1]);
-            pa[1] = pack2<T>(s[2 * kk][2], s[2 * kk][3]);
-            pa[2] = pack2<T>(s[2 * kk + 1][0], s[2 * kk + 1][1]);
-            pa[3] = pack2<T>(s[2 * kk + 1][2], s[2 * kk + 1][3]);
-            da[0] = pack2<T>(dp[2 * kk][0], dp[2 * kk][1]);
-            da[1] = pack2<T>(dp[2 * kk][2], dp[2 * kk][3]);
-            da[2] = pack2<T>(dp[2 * kk + 1][0], dp[2 * kk + 1][1]);
-            da[3] = pack2<T>(dp[2 * kk + 1][2], dp[2 * kk + 1][3]);
+            acc_to_a<T>(pa, s + 2 * kk);
+            acc_to_a<T>(da, dp + 2 * kk);
 #pragma unroll
             for (int dd = 0; dd < D / 16; dd++) {
                 const int off = swz<D>(kk * 16 + (((lane >> 3) & 1) << 3) + (lane & 7), dd * 2 + (lane >> 4)) * 2;
@@ -387,28 +324,6 @@ __global__ void __launch_bounds__(128, 2) bwd_dkdv_mma(const BwdArgs a)
 }
 
 /* ---- 4. dQ on tensor cores */
-
-/* Key start of chunk c of a query piece's lists (tile c / cpt, 64-key part c % cpt), -1 when invisible. */
-__device__ __forceinline__ int64_t chunk_start(const BwdArgs &a, const Lists &L, int c, int cpt, int64_t q_last,
-                                               int64_t kv_len)
-{
-    const int t = c / cpt, sub = c - t * cpt;
-    const int j = t < L.nf ? L.f[t] : L.p[t - L.nf];
-    if (j < 0 || j >= a.nb) return -1;
-    const int64_t k0 = (int64_t)j * a.block_k + sub * 64;
-    if (k0 >= kv_len || (a.causal && k0 > q_last + a.off)) return -1;
-    return k0;
-}
-
-__device__ __forceinline__ int next_chunk(const BwdArgs &a, const Lists &L, int c, int n, int cpt, int64_t q_last,
-                                          int64_t kv_len, int64_t &k0)
-{
-    for (c++; c < n; c++) {
-        k0 = chunk_start(a, L, c, cpt, q_last, kv_len);
-        if (k0 >= 0) return c;
-    }
-    return n;
-}
 
 template <typename T, int D>
 __global__ void __launch_bounds__(128, 2) bwd_dq_mma(const BwdArgs a, int nqc)
@@ -483,25 +398,7 @@ __global__ void __launch_bounds__(128, 2) bwd_dq_mma(const BwdArgs a, int nqc)
 
         const uint32_t sK = sKa + stage * KC * D * 2, sV = sVa + stage * KC * D * 2;
         float s[8][4], dp[8][4];
-#pragma unroll
-        for (int n = 0; n < 8; n++) s[n][0] = s[n][1] = s[n][2] = s[n][3] = dp[n][0] = dp[n][1] = dp[n][2] = dp[n][3] = 0.0f;
-#pragma unroll
-        for (int kk = 0; kk < D / 16; kk++) {
-            uint32_t qa[4], ga[4];
-            bsk_ldsm_x4(qa, sQa + swz<D>(wq + (lane & 15), kk * 2 + (lane >> 4)) * 2);
-            bsk_ldsm_x4(ga, sGa + swz<D>(wq + (lane & 15), kk * 2 + (lane >> 4)) * 2);
-#pragma unroll
-            for (int np = 0; np < 4; np++) {
-                const int off = swz<D>(np * 16 + ((lane >> 4) << 3) + (lane & 7), kk * 2 + ((lane >> 3) & 1)) * 2;
-                uint32_t kb[4], vb[4];
-                bsk_ldsm_x4(kb, sK + off);
-                mma<T>(s[2 * np], qa, kb[0], kb[1]);
-                mma<T>(s[2 * np + 1], qa, kb[2], kb[3]);
-                bsk_ldsm_x4(vb, sV + off);
-                mma<T>(dp[2 * np], ga, vb[0], vb[1]);
-                mma<T>(dp[2 * np + 1], ga, vb[2], vb[3]);
-            }
-        }
+        mma_pair<T, D>(s, dp, sQa, sGa, wq, sK, sV, lane);
         const bool need_mask = k0 + KC > kv_len || (a.causal && k0 + KC - 1 > q0 + a.off);
         const int kv_lim = (int)min((int64_t)KC, kv_len - k0);
         const int diag = (int)max(min(q0 + a.off - k0, (int64_t)1024), (int64_t)-1024); /* key x visible to row y iff x <= y + diag */
@@ -518,10 +415,7 @@ __global__ void __launch_bounds__(128, 2) bwd_dq_mma(const BwdArgs a, int nqc)
 #pragma unroll
         for (int kk = 0; kk < 4; kk++) {
             uint32_t da[4];
-            da[0] = pack2<T>(dp[2 * kk][0], dp[2 * kk][1]);
-            da[1] = pack2<T>(dp[2 * kk][2], dp[2 * kk][3]);
-            da[2] = pack2<T>(dp[2 * kk + 1][0], dp[2 * kk + 1][1]);
-            da[3] = pack2<T>(dp[2 * kk + 1][2], dp[2 * kk + 1][3]);
+            acc_to_a<T>(da, dp + 2 * kk);
 #pragma unroll
             for (int dd = 0; dd < D / 16; dd++) {
                 uint32_t kb[4];
@@ -694,13 +588,6 @@ __global__ void __launch_bounds__(128, 1) bwd_dkdv_simt(const BwdArgs a, int64_t
 }
 
 /* ---- launches */
-template <typename K>
-bsk_status opt_in(K kernel, int smem)
-{
-    cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-    return bsk_cuda_status(e);
-}
-
 template <typename T, int D>
 bsk_status launch_mma(const BwdArgs &a, int64_t nqc, int64_t nkc, cudaStream_t stream)
 {
@@ -738,11 +625,6 @@ void launch_prep(const BwdArgs &a, int64_t rows, cudaStream_t stream)
     bwd_prep<T><<<(unsigned)blocks, 256, 0, stream>>>(a, rows);
 }
 
-int row_ok(const bsk_attn_tensor *t)
-{
-    return ((uintptr_t)t->data & 15u) == 0 && t->stride_batch % 8 == 0 && t->stride_seq % 8 == 0 && t->stride_head % 8 == 0;
-}
-
 size_t up16(size_t x) { return (x + 15) & ~(size_t)15; }
 
 } // namespace
@@ -760,26 +642,15 @@ extern "C" bsk_status bsk_cuda_attention_backward(bsk_context *ctx, const bsk_at
     if (t_total > INT32_MAX || cols + 1 > INT32_MAX) return BSK_ERR_UNSUPPORTED;
 
     BwdArgs a;
-    a.q = p->q.data; a.k = p->k.data; a.v = p->v.data; a.o = p->o.data; a.g = p->d_o.data;
+    attn_args_fill(a, p, d);
+    a.g = p->d_o.data;
     a.dq = p->dq.data; a.dk = p->dk.data; a.dv = p->dv.data; a.lse = p->lse; a.d_lse = p->d_lse;
-    a.q_sb = p->q.stride_batch; a.q_ss = p->q.stride_seq; a.q_sh = p->q.stride_head;
-    a.k_sb = p->k.stride_batch; a.k_ss = p->k.stride_seq; a.k_sh = p->k.stride_head;
-    a.v_sb = p->v.stride_batch; a.v_ss = p->v.stride_seq; a.v_sh = p->v.stride_head;
-    a.o_sb = p->o.stride_batch; a.o_ss = p->o.stride_seq; a.o_sh = p->o.stride_head;
     a.g_sb = p->d_o.stride_batch; a.g_ss = p->d_o.stride_seq; a.g_sh = p->d_o.stride_head;
     a.dq_sb = p->dq.stride_batch; a.dq_ss = p->dq.stride_seq; a.dq_sh = p->dq.stride_head;
     a.dk_sb = p->dk.stride_batch; a.dk_ss = p->dk.stride_seq; a.dk_sh = p->dk.stride_head;
     a.dv_sb = p->dv.stride_batch; a.dv_ss = p->dv.stride_seq; a.dv_sh = p->dv.stride_head;
-    a.seq_q = d->seq_q; a.seq_k = d->seq_k; a.off = p->causal_offset;
-    a.batch = (int)d->batch; a.heads = (int)d->heads; a.kv_heads = (int)d->kv_heads;
-    a.group = d->kv_heads > 0 ? (int)(d->heads / d->kv_heads) : 0;
-    a.dim = (int)d->dim; a.mq = (int)d->mq; a.nb = (int)d->nb;
-    a.block_q = L->block_q; a.block_k = L->block_k; a.cap = L->capacity; a.lay_b = L->batch; a.lay_h = L->heads;
-    a.causal = p->causal;
-    a.full_count = L->full_count; a.full_idx = L->full_idx; a.part_count = L->part_count; a.part_idx = L->part_idx;
-    a.kv_lens = p->kv_lens;
+    a.kv_heads = (int)d->kv_heads;
     a.scale = d->scale;
-    a.scale_log2 = d->scale * LOG2E;
     a.t_total = t_total;
     cudaStream_t stream = (cudaStream_t)ctx->stream;
 

@@ -8,11 +8,7 @@
      for what the tensor-core kernel does not take, and a second opinion for tests.
    Malformed device layouts never cause out-of-bounds access: counts are clamped to the capacity and
    out-of-range key blocks skipped. */
-#include <cuda_fp16.h>
-#include <cuda_bf16.h>
-#include <stdint.h>
-#include "../cuda_internal.h"
-#include "../../attention/attention_internal.h"
+#include "attention_common.cuh"
 
 namespace {
 
@@ -27,78 +23,6 @@ struct AttnArgs {
     const int32_t *full_count, *full_idx, *part_count, *part_idx, *kv_lens;
     float scale_log2; /* scale · log2(e): softmax in base 2 */
 };
-
-/* ---- per-dtype pieces */
-template <typename T> struct Tr;
-template <> struct Tr<__half> {
-    static __device__ __forceinline__ uint32_t pack(float a, float b)
-    {
-        __half2 h = __floats2half2_rn(a, b); /* a in the low half: the lower column */
-        return *reinterpret_cast<uint32_t *>(&h);
-    }
-    static __device__ __forceinline__ void mma(float *c, const uint32_t *a, uint32_t b0, uint32_t b1)
-    {
-        asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-            "{%0,%1,%2,%3};"
-            : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-    }
-    static __device__ __forceinline__ float ld(const __half *p) { return __half2float(*p); }
-    static __device__ __forceinline__ void st(__half *p, float v) { *p = __float2half_rn(v); }
-};
-template <> struct Tr<__nv_bfloat16> {
-    static __device__ __forceinline__ uint32_t pack(float a, float b)
-    {
-        __nv_bfloat162 h = __floats2bfloat162_rn(a, b);
-        return *reinterpret_cast<uint32_t *>(&h);
-    }
-    static __device__ __forceinline__ void mma(float *c, const uint32_t *a, uint32_t b0, uint32_t b1)
-    {
-        asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-            "{%0,%1,%2,%3};"
-            : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-    }
-    static __device__ __forceinline__ float ld(const __nv_bfloat16 *p) { return __bfloat162float(*p); }
-    static __device__ __forceinline__ void st(__nv_bfloat16 *p, float v) { *p = __float2bfloat16_rn(v); }
-};
-template <> struct Tr<float> {
-    static __device__ __forceinline__ float ld(const float *p) { return *p; }
-    static __device__ __forceinline__ void st(float *p, float v) { *p = v; }
-};
-
-__device__ __forceinline__ void ldsm_x4(uint32_t *r, uint32_t addr)
-{
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(addr)
-                 : "memory");
-}
-__device__ __forceinline__ void ldsm_x4_t(uint32_t *r, uint32_t addr)
-{
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(addr)
-                 : "memory");
-}
-/* 16 bytes global -> shared; src_bytes 0 writes zeros and reads nothing (rows past the end). */
-__device__ __forceinline__ void cp_async16(uint32_t saddr, const void *g, int src_bytes)
-{
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(saddr), "l"(g), "r"(src_bytes) : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-template <int N> __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
-
-/* Element offset of 16-byte chunk c of row r in a swizzled tile of D-element rows: chunk c ^ (r % 8), so
-   the 8 rows one ldmatrix reads sit in 8 different bank groups. */
-template <int D> __device__ __forceinline__ int swz(int r, int c) { return r * D + ((c ^ (r & 7)) << 3); }
-
-__device__ __forceinline__ int64_t kv_len_of(const AttnArgs &a, int64_t b)
-{
-    if (!a.kv_lens) return a.seq_k;
-    int64_t t = a.kv_lens[b];
-    return t < 0 ? 0 : (t > a.seq_k ? a.seq_k : t);
-}
 
 /* The work item of CTA/warp `idx`: causal runs the longest query blocks first (they sit at the end). */
 __device__ __forceinline__ void decode_item(const AttnArgs &a, int64_t idx, int &b, int &h, int &i)
@@ -116,51 +40,6 @@ __device__ __forceinline__ void decode_item(const AttnArgs &a, int64_t idx, int 
     b = (int)(bh / a.heads);
 }
 
-struct Lists {
-    const int32_t *f, *p;
-    int nf, np;
-};
-
-__device__ __forceinline__ Lists lists_of(const AttnArgs &a, int b, int h, int i)
-{
-    int64_t row = ((int64_t)(a.lay_b == 1 ? 0 : b) * a.lay_h + (a.lay_h == 1 ? 0 : h)) * a.mq + i;
-    Lists L;
-    L.nf = min(max(a.full_count[row], 0), a.cap);
-    L.np = min(max(a.part_count[row], 0), a.cap);
-    L.f = a.full_idx + row * a.cap;
-    L.p = a.part_idx + row * a.cap;
-    return L;
-}
-
-/* Key start of chunk c (tile c / cpt, 64-key piece c % cpt), or -1 when nothing in it can be visible. */
-__device__ __forceinline__ int64_t chunk_start(const AttnArgs &a, const Lists &L, int c, int cpt, int64_t q_last,
-                                               int64_t kv_len)
-{
-    int t = c / cpt, sub = c - t * cpt;
-    int j = t < L.nf ? L.f[t] : L.p[t - L.nf];
-    if (j < 0 || j >= a.nb) return -1;
-    int64_t k0 = (int64_t)j * a.block_k + sub * 64;
-    if (k0 >= kv_len || (a.causal && k0 > q_last + a.off)) return -1;
-    return k0;
-}
-
-__device__ __forceinline__ int next_chunk(const AttnArgs &a, const Lists &L, int c, int n, int cpt, int64_t q_last,
-                                          int64_t kv_len, int64_t &k0)
-{
-    for (c++; c < n; c++) {
-        k0 = chunk_start(a, L, c, cpt, q_last, kv_len);
-        if (k0 >= 0) return c;
-    }
-    return n;
-}
-
-__device__ __forceinline__ float fast_exp2(float x)
-{
-    float y;
-    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x)); /* ex2(-inf) = +0, as the masking relies on */
-    return y;
-}
-
 /* WARPS warps, each owning MT m16 tiles (16·MT consecutive query rows): BQ = 16·MT·WARPS. MT = 2 lets a
    warp reuse every K and V fragment it reads from shared memory for two row tiles, halving the shared
    memory traffic per flop (the FA2 arrangement), at the price of twice the accumulator registers. */
@@ -170,7 +49,7 @@ __global__ void __launch_bounds__(WARPS * 32, MINB) attn_mma(const AttnArgs a)
     constexpr int BQ = 16 * MT * WARPS, KC = 64, NT = WARPS * 32, CH = D / 8;
     extern __shared__ __align__(128) unsigned char smem_raw[];
     T *sQ = reinterpret_cast<T *>(smem_raw);
-    const uint32_t sQa = (uint32_t)__cvta_generic_to_shared(sQ);
+    const uint32_t sQa = bsk_smem_u32(sQ);
     const uint32_t sKa = sQa + BQ * D * 2, sVa = sKa + 2 * KC * D * 2; /* two stages each */
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, tq = lane & 3;
 
@@ -178,7 +57,7 @@ __global__ void __launch_bounds__(WARPS * 32, MINB) attn_mma(const AttnArgs a)
     decode_item(a, blockIdx.x, b, h, i);
     const int hk = h / a.group;
     const int64_t q0 = (int64_t)i * BQ, q_last = min(q0 + BQ, a.seq_q) - 1, kv_len = kv_len_of(a, b);
-    const Lists L = lists_of(a, b, h, i);
+    const Lists L = lists_row(a, layout_of(a, b, h) * a.mq + i);
     const int cpt = a.block_k / KC, nchunks = (L.nf + L.np) * cpt;
 
     const T *qg = reinterpret_cast<const T *>(a.q) + b * a.q_sb + h * a.q_sh;
@@ -189,7 +68,7 @@ __global__ void __launch_bounds__(WARPS * 32, MINB) attn_mma(const AttnArgs a)
     for (int x = tid; x < BQ * CH; x += NT) {
         int r = x / CH, c = x % CH;
         bool ok = q0 + r <= q_last;
-        cp_async16(sQa + swz<D>(r, c) * 2, ok ? (const void *)(qg + (q0 + r) * a.q_ss + c * 8) : a.q, ok ? 16 : 0);
+        bsk_cp_async16(sQa + swz<D>(r, c) * 2, ok ? (const void *)(qg + (q0 + r) * a.q_ss + c * 8) : a.q, ok ? 16 : 0);
     }
     /* K and V chunk at key k0 into `stage`; keys at or past kv_len are zeros, never read */
     auto load_kv = [&](int stage, int64_t k0) {
@@ -197,8 +76,8 @@ __global__ void __launch_bounds__(WARPS * 32, MINB) attn_mma(const AttnArgs a)
             int r = x / CH, c = x % CH;
             bool ok = k0 + r < kv_len;
             uint32_t so = (stage * KC * D + swz<D>(r, c)) * 2;
-            cp_async16(sKa + so, ok ? (const void *)(kg + (k0 + r) * a.k_ss + c * 8) : a.k, ok ? 16 : 0);
-            cp_async16(sVa + so, ok ? (const void *)(vg + (k0 + r) * a.v_ss + c * 8) : a.v, ok ? 16 : 0);
+            bsk_cp_async16(sKa + so, ok ? (const void *)(kg + (k0 + r) * a.k_ss + c * 8) : a.k, ok ? 16 : 0);
+            bsk_cp_async16(sVa + so, ok ? (const void *)(vg + (k0 + r) * a.v_ss + c * 8) : a.v, ok ? 16 : 0);
         }
     };
 
@@ -214,7 +93,7 @@ __global__ void __launch_bounds__(WARPS * 32, MINB) attn_mma(const AttnArgs a)
     int64_t k0 = 0;
     int c = next_chunk(a, L, -1, nchunks, cpt, q_last, kv_len, k0);
     if (c < nchunks) load_kv(0, k0);
-    cp_async_commit();
+    bsk_cp_async_commit();
     int stage = 0;
     const int wrow = warp * 16 * MT;
 
@@ -222,8 +101,8 @@ __global__ void __launch_bounds__(WARPS * 32, MINB) attn_mma(const AttnArgs a)
         int64_t k0n = 0;
         int cn = next_chunk(a, L, c, nchunks, cpt, q_last, kv_len, k0n);
         if (cn < nchunks) load_kv(stage ^ 1, k0n);
-        cp_async_commit();
-        cp_async_wait<1>(); /* everything but the chunk just issued has landed */
+        bsk_cp_async_commit();
+        bsk_cp_async_wait<1>(); /* everything but the chunk just issued has landed */
         __syncthreads();
 
         const uint32_t sK = sKa + stage * KC * D * 2, sV = sVa + stage * KC * D * 2;
@@ -237,15 +116,15 @@ __global__ void __launch_bounds__(WARPS * 32, MINB) attn_mma(const AttnArgs a)
             uint32_t qa[MT][4];
 #pragma unroll
             for (int mt = 0; mt < MT; mt++)
-                ldsm_x4(qa[mt], sQa + swz<D>(wrow + mt * 16 + (lane & 15), kk * 2 + (lane >> 4)) * 2);
+                bsk_ldsm_x4(qa[mt], sQa + swz<D>(wrow + mt * 16 + (lane & 15), kk * 2 + (lane >> 4)) * 2);
 #pragma unroll
             for (int np = 0; np < 4; np++) {
                 uint32_t kb[4];
-                ldsm_x4(kb, sK + swz<D>(np * 16 + ((lane >> 4) << 3) + (lane & 7), kk * 2 + ((lane >> 3) & 1)) * 2);
+                bsk_ldsm_x4(kb, sK + swz<D>(np * 16 + ((lane >> 4) << 3) + (lane & 7), kk * 2 + ((lane >> 3) & 1)) * 2);
 #pragma unroll
                 for (int mt = 0; mt < MT; mt++) {
-                    Tr<T>::mma(s[mt][2 * np], qa[mt], kb[0], kb[1]);
-                    Tr<T>::mma(s[mt][2 * np + 1], qa[mt], kb[2], kb[3]);
+                    mma<T>(s[mt][2 * np], qa[mt], kb[0], kb[1]);
+                    mma<T>(s[mt][2 * np + 1], qa[mt], kb[2], kb[3]);
                 }
             }
         }
@@ -304,20 +183,15 @@ __global__ void __launch_bounds__(WARPS * 32, MINB) attn_mma(const AttnArgs a)
         for (int kk = 0; kk < 4; kk++) {
             uint32_t pa[MT][4];
 #pragma unroll
-            for (int mt = 0; mt < MT; mt++) {
-                pa[mt][0] = Tr<T>::pack(s[mt][2 * kk][0], s[mt][2 * kk][1]);
-                pa[mt][1] = Tr<T>::pack(s[mt][2 * kk][2], s[mt][2 * kk][3]);
-                pa[mt][2] = Tr<T>::pack(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
-                pa[mt][3] = Tr<T>::pack(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
-            }
+            for (int mt = 0; mt < MT; mt++) acc_to_a<T>(pa[mt], s[mt] + 2 * kk);
 #pragma unroll
             for (int dp = 0; dp < D / 16; dp++) {
                 uint32_t vb[4];
-                ldsm_x4_t(vb, sV + swz<D>(kk * 16 + (((lane >> 3) & 1) << 3) + (lane & 7), dp * 2 + (lane >> 4)) * 2);
+                bsk_ldsm_x4_t(vb, sV + swz<D>(kk * 16 + (((lane >> 3) & 1) << 3) + (lane & 7), dp * 2 + (lane >> 4)) * 2);
 #pragma unroll
                 for (int mt = 0; mt < MT; mt++) {
-                    Tr<T>::mma(o[mt][2 * dp], pa[mt], vb[0], vb[1]);
-                    Tr<T>::mma(o[mt][2 * dp + 1], pa[mt], vb[2], vb[3]);
+                    mma<T>(o[mt][2 * dp], pa[mt], vb[0], vb[1]);
+                    mma<T>(o[mt][2 * dp + 1], pa[mt], vb[2], vb[3]);
                 }
             }
         }
@@ -326,7 +200,7 @@ __global__ void __launch_bounds__(WARPS * 32, MINB) attn_mma(const AttnArgs a)
         k0 = k0n;
         stage ^= 1;
     }
-    cp_async_wait<0>();
+    bsk_cp_async_wait<0>();
     __syncthreads(); /* the Q tile may still be landing when there was no chunk; sQ is reused below */
 
     /* normalise; stage the warp's rows in its own part of sQ, then store 16-byte pieces */
@@ -343,8 +217,8 @@ __global__ void __launch_bounds__(WARPS * 32, MINB) attn_mma(const AttnArgs a)
         const int r0 = wrow + mt * 16 + g;
 #pragma unroll
         for (int d = 0; d < D / 8; d++) {
-            sQw[(swz<D>(r0, d) + tq * 2) >> 1] = Tr<T>::pack(o[mt][d][0] * inv[0], o[mt][d][1] * inv[0]);
-            sQw[(swz<D>(r0 + 8, d) + tq * 2) >> 1] = Tr<T>::pack(o[mt][d][2] * inv[1], o[mt][d][3] * inv[1]);
+            sQw[(swz<D>(r0, d) + tq * 2) >> 1] = pack2<T>(o[mt][d][0] * inv[0], o[mt][d][1] * inv[0]);
+            sQw[(swz<D>(r0 + 8, d) + tq * 2) >> 1] = pack2<T>(o[mt][d][2] * inv[1], o[mt][d][3] * inv[1]);
         }
         if (a.lse && tq == 0)
 #pragma unroll
@@ -377,7 +251,7 @@ __global__ void __launch_bounds__(128) attn_simt(const AttnArgs a, int64_t rows)
         const int h = (int)(bh % a.heads), b = (int)(bh / a.heads), hk = h / a.group;
         const int i = (int)(qpos / a.block_q);
         const int64_t kv_len = kv_len_of(a, b);
-        const Lists L = lists_of(a, b, h, i);
+        const Lists L = lists_row(a, layout_of(a, b, h) * a.mq + i);
         const T *qg = reinterpret_cast<const T *>(a.q) + b * a.q_sb + qpos * a.q_ss + h * a.q_sh;
         const T *kg = reinterpret_cast<const T *>(a.k) + b * a.k_sb + hk * a.k_sh;
         const T *vg = reinterpret_cast<const T *>(a.v) + b * a.v_sb + hk * a.v_sh;
@@ -385,7 +259,7 @@ __global__ void __launch_bounds__(128) attn_simt(const AttnArgs a, int64_t rows)
 #pragma unroll
         for (int u = 0; u < PER; u++) {
             int d = lane + 32 * u;
-            qv[u] = d < a.dim ? Tr<T>::ld(qg + d) : 0.0f;
+            qv[u] = d < a.dim ? bsk_tof(qg[d]) : 0.0f;
             ov[u] = 0.0f;
         }
         float m = -INFINITY, l = 0.0f;
@@ -401,7 +275,7 @@ __global__ void __launch_bounds__(128) attn_simt(const AttnArgs a, int64_t rows)
 #pragma unroll
                 for (int u = 0; u < PER; u++) {
                     int d = lane + 32 * u;
-                    if (d < a.dim) part += qv[u] * Tr<T>::ld(kr + d);
+                    if (d < a.dim) part += qv[u] * bsk_tof(kr[d]);
                 }
 #pragma unroll
                 for (int x = 16; x > 0; x >>= 1) part += __shfl_xor_sync(0xffffffffu, part, x);
@@ -412,7 +286,7 @@ __global__ void __launch_bounds__(128) attn_simt(const AttnArgs a, int64_t rows)
 #pragma unroll
                 for (int u = 0; u < PER; u++) {
                     int d = lane + 32 * u;
-                    if (d < a.dim) ov[u] = ov[u] * alpha + p * Tr<T>::ld(vr + d);
+                    if (d < a.dim) ov[u] = ov[u] * alpha + p * bsk_tof(vr[d]);
                 }
             }
         }
@@ -421,7 +295,7 @@ __global__ void __launch_bounds__(128) attn_simt(const AttnArgs a, int64_t rows)
 #pragma unroll
         for (int u = 0; u < PER; u++) {
             int d = lane + 32 * u;
-            if (d < a.dim) Tr<T>::st(og + d, ov[u] * inv);
+            if (d < a.dim) st_el(og + d, ov[u] * inv);
         }
         if (a.lse && lane == 0)
             a.lse[((int64_t)b * a.heads + h) * a.seq_q + qpos] = l > 0.0f ? (m + log2f(l)) * 0.69314718055994531f : -INFINITY;
@@ -434,8 +308,8 @@ bsk_status launch_mma(const AttnArgs &a, int64_t ctas, cudaStream_t stream)
     const int smem = (16 * MT * WARPS + 4 * 64) * D * 2;
     static int opted_in = 0; /* once per instantiation (one process, one device in practice) */
     if (!opted_in) {
-        cudaError_t e = cudaFuncSetAttribute(attn_mma<T, D, WARPS, MT, MINB>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-        if (e != cudaSuccess) return bsk_cuda_status(e);
+        bsk_status s = opt_in(attn_mma<T, D, WARPS, MT, MINB>, smem);
+        if (s) return s;
         opted_in = 1;
     }
     attn_mma<T, D, WARPS, MT, MINB><<<(unsigned)ctas, WARPS * 32, smem, stream>>>(a);
@@ -463,8 +337,6 @@ bsk_status launch_mma_d(const AttnArgs &a, int64_t ctas, cudaStream_t stream)
     return a.dim == 64 ? launch_mma_bq<T, 64>(a, ctas, stream) : launch_mma_bq<T, 128>(a, ctas, stream);
 }
 
-int aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
-
 } // namespace
 
 extern "C" bsk_status bsk_cuda_attention_forward(bsk_context *ctx, const bsk_attention_params *p, const bsk__attn_dims *d)
@@ -472,28 +344,15 @@ extern "C" bsk_status bsk_cuda_attention_forward(bsk_context *ctx, const bsk_att
     struct bsk_cuda_state *st = bsk_cuda_state_get(ctx);
     if (!st) return BSK_ERR_OUT_OF_MEMORY;
     const bsk_attn_layout *L = p->layout;
-    AttnArgs a;
-    a.q = p->q.data; a.k = p->k.data; a.v = p->v.data; a.o = p->o.data; a.lse = p->lse;
-    a.q_sb = p->q.stride_batch; a.q_ss = p->q.stride_seq; a.q_sh = p->q.stride_head;
-    a.k_sb = p->k.stride_batch; a.k_ss = p->k.stride_seq; a.k_sh = p->k.stride_head;
-    a.v_sb = p->v.stride_batch; a.v_ss = p->v.stride_seq; a.v_sh = p->v.stride_head;
-    a.o_sb = p->o.stride_batch; a.o_ss = p->o.stride_seq; a.o_sh = p->o.stride_head;
-    a.seq_q = d->seq_q; a.seq_k = d->seq_k; a.off = p->causal_offset;
     if (d->batch > INT32_MAX || d->heads > INT32_MAX || d->mq > INT32_MAX || d->nb > INT32_MAX) return BSK_ERR_UNSUPPORTED;
-    a.batch = (int)d->batch; a.heads = (int)d->heads; a.group = (int)(d->heads / d->kv_heads);
-    a.dim = (int)d->dim; a.mq = (int)d->mq; a.nb = (int)d->nb;
-    a.block_q = L->block_q; a.block_k = L->block_k; a.cap = L->capacity; a.lay_b = L->batch; a.lay_h = L->heads;
-    a.causal = p->causal;
-    a.full_count = L->full_count; a.full_idx = L->full_idx; a.part_count = L->part_count; a.part_idx = L->part_idx;
-    a.kv_lens = p->kv_lens;
-    a.scale_log2 = d->scale * 1.4426950408889634f;
+    AttnArgs a;
+    attn_args_fill(a, p, d);
+    a.lse = p->lse;
     cudaStream_t stream = (cudaStream_t)ctx->stream;
 
     const bsk_attn_tensor *ts[4] = {&p->q, &p->k, &p->v, &p->o};
     int vec_ok = 1;
-    for (int t = 0; t < 4; t++)
-        vec_ok &= aligned16(ts[t]->data) && ts[t]->stride_batch % 8 == 0 && ts[t]->stride_seq % 8 == 0 &&
-                  ts[t]->stride_head % 8 == 0;
+    for (int t = 0; t < 4; t++) vec_ok &= row_ok(ts[t]);
     int64_t ctas = d->batch * d->heads * d->mq;
     int mma_ok = !bsk__attn_simt_forced && st->cc_major >= 8 && p->q.dtype != BSK_F32 &&
                  (d->dim == 64 || d->dim == 128) && (L->block_q == 64 || L->block_q == 128) && L->block_k % 64 == 0 &&

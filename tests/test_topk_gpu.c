@@ -1,0 +1,242 @@
+/* test_topk_gpu.c — the GPU top-k gate's paths (src/cuda/attention/topk.cu) against the CPU gate, which
+   tests/test_attention.c checks against a float64 brute force. The GPU must select bit-identical layouts on
+   every path: the fast pool (16-bit dtypes, aligned rows, Q and K in one launch, one or several 16-row load
+   bursts per thread), the generic pool (misaligned strides, f32), the tiled select (query-block tiles of 8,
+   key chunks of 64, partial tiles and chunks, odd score lengths) and the one-CTA-per-query-block select (key-block counts whose
+   scores do not fit in shared memory); exact ties must go to the lower block on both. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "harness.h"
+#include "attn_util.h"
+#include "../src/internal.h"
+#include "../src/attention/attention_internal.h"
+
+typedef struct topk_case {
+    int64_t B, H, HK, SQ, SK, D;
+    int32_t bq, bk, top_k;
+    int causal, keep_first, keep_diag, kv_lens, proj; /* proj: projection width (0: none) */
+    int64_t pad;   /* extra elements per row (odd: rows not 16-byte aligned -> generic pool) */
+    int bhsd;      /* [batch, heads, seq, dim] storage instead of [batch, seq, heads, dim] */
+    int ties;      /* every key block holds the same rows: all full key blocks tie exactly */
+    bsk_dtype dt;
+} topk_case;
+
+static const topk_case topk_cases[] = {
+    /* fast pool + tiled select: bf16 D=128, 128-blocks, mq = 9 (one partial tile of 16 query blocks: the third
+       group of 4 holds one, the fourth none), GQA, causal, kv_lens, both forced blocks */
+    {2, 4, 2, 1100, 1100, 128, 128, 128, 3, 1, 1, 1, 1, 0, 0, 0, 0, BSK_BF16},
+    /* f16 D=64, bk 32: nb = 66 (a full key chunk of 64 and a chunk of 2), non-causal, [b, h, s, d] */
+    {1, 3, 3, 640, 2100, 64, 64, 32, 7, 0, 0, 1, 0, 0, 0, 1, 0, BSK_F16},
+    /* bf16 D=128, mq = nb = 65: four full tiles of 16 query blocks and one of 1, key chunks of 64 and 1 */
+    {1, 2, 1, 8320, 8320, 128, 128, 128, 5, 0, 1, 0, 0, 0, 0, 0, 0, BSK_BF16},
+    /* D=16 (two threads per row group), 256-row blocks: two load bursts per thread; odd block sizes */
+    {2, 2, 2, 1000, 1500, 16, 256, 200, 3, 1, 1, 1, 1, 0, 0, 0, 0, BSK_BF16},
+    /* misaligned rows (pad 3): the generic pool, the tiled select */
+    {1, 2, 2, 700, 700, 128, 128, 64, 4, 1, 0, 1, 0, 0, 3, 0, 0, BSK_BF16},
+    /* f32, odd dim 33: generic pool, odd score length in the tiled select (the pad column) */
+    {1, 2, 1, 300, 500, 33, 32, 16, 6, 0, 1, 1, 1, 0, 0, 1, 0, BSK_F32},
+    /* projection (odd width 25) after the fast pool; projection (24) after the generic pool */
+    {1, 2, 2, 512, 512, 64, 64, 64, 3, 1, 1, 1, 0, 25, 0, 0, 0, BSK_F16},
+    {2, 2, 1, 300, 400, 32, 32, 16, 5, 0, 1, 0, 1, 24, 0, 1, 0, BSK_F32},
+    /* nb = 4000 key blocks: scores do not fit in shared memory -> one CTA per query block */
+    {1, 1, 1, 64, 8000, 8, 16, 2, 9, 0, 1, 1, 0, 0, 0, 0, 0, BSK_BF16},
+    /* exact ties everywhere: lower blocks win on both backends (tiled select) */
+    {1, 2, 2, 1024, 2048, 64, 128, 64, 5, 0, 0, 0, 0, 0, 0, 0, 1, BSK_BF16},
+    /* exact ties with the large-nb select */
+    {1, 1, 1, 32, 7000, 8, 16, 2, 11, 0, 1, 1, 1, 0, 0, 1, 1, BSK_F16},
+};
+
+typedef struct topk_buf {
+    bsk_attn_tensor t;
+    void *host;
+    int64_t elems;
+} topk_buf;
+
+static topk_buf topk_tensor(const topk_case *c, int64_t S, int64_t H, bsk_rng *r, int ties, int32_t bs)
+{
+    topk_buf tb;
+    int64_t B = c->B, D = c->D, row = D + c->pad;
+    tb.t.batch = B; tb.t.seq = S; tb.t.heads = H; tb.t.dim = D;
+    tb.t.dtype = c->dt; tb.t.mem = BSK_MEM_HOST;
+    if (c->bhsd) {
+        tb.t.stride_seq = row;
+        tb.t.stride_head = S * row;
+        tb.t.stride_batch = H * tb.t.stride_head;
+    } else {
+        tb.t.stride_head = row;
+        tb.t.stride_seq = H * row;
+        tb.t.stride_batch = S * tb.t.stride_seq;
+    }
+    tb.elems = B * tb.t.stride_batch + 8;
+    tb.host = malloc((size_t)tb.elems * bsk_dtype_size(c->dt));
+    for (int64_t i = 0; i < tb.elems; i++) bsk__store(tb.host, c->dt, i, bsk_rng_sym(r));
+    if (ties) /* row s repeats row s % bs of its (batch, head): every full block has the same mean */
+        for (int64_t b = 0; b < B; b++)
+            for (int64_t h = 0; h < H; h++)
+                for (int64_t s = bs; s < S; s++)
+                    for (int64_t d = 0; d < D; d++) {
+                        int64_t base = b * tb.t.stride_batch + h * tb.t.stride_head + d;
+                        float v = bsk__load(tb.host, c->dt, base + (s % bs) * tb.t.stride_seq);
+                        bsk__store(tb.host, c->dt, base + s * tb.t.stride_seq, v);
+                    }
+    tb.t.data = tb.host;
+    return tb;
+}
+
+/* Fill a device layout's four arrays with -7 so that any entry the gate should write and does not shows. */
+static int topk_poison(bsk_attn_layout *L)
+{
+    int64_t rows = bsk__attn_layout_rows(L), n = rows * (L->capacity > 0 ? L->capacity : 1);
+    int32_t *p = (int32_t *)malloc((size_t)n * 4);
+    if (!p) return 1;
+    for (int64_t i = 0; i < n; i++) p[i] = -7;
+    int bad = bsk_cuda_memcpy(L->full_count, p, (size_t)rows * 4, 1, 0) || bsk_cuda_memcpy(L->part_count, p, (size_t)rows * 4, 1, 0);
+    if (L->capacity > 0)
+        bad = bad || bsk_cuda_memcpy(L->full_idx, p, (size_t)n * 4, 1, 0) || bsk_cuda_memcpy(L->part_idx, p, (size_t)n * 4, 1, 0);
+    free(p);
+    return bad;
+}
+
+BSK_TEST(gpu_attn_topk_paths_match_cpu)
+{
+    bsk_context *ctx, *cpu;
+    if (bsk_create(&ctx, BSK_BACKEND_CUDA) != BSK_SUCCESS) SKIP("no CUDA device");
+    REQUIRE_OK(bsk_create(&cpu, BSK_BACKEND_CPU));
+    for (size_t ci = 0; ci < sizeof topk_cases / sizeof topk_cases[0]; ci++) {
+        const topk_case *c = &topk_cases[ci];
+        bsk_rng *r = bsk_test_rng();
+        topk_buf q = topk_tensor(c, c->SQ, c->H, r, 0, c->bq), k = topk_tensor(c, c->SK, c->HK, r, c->ties, c->bk);
+        int64_t nb = (c->SK + c->bk - 1) / c->bk, cap = c->top_k < nb ? c->top_k : nb;
+        int32_t *lens = NULL;
+        bsk_dense wq, wk;
+        bsk_topk_params p;
+        memset(&p, 0, sizeof p);
+        p.q = q.t; p.k = k.t; p.top_k = c->top_k; p.causal = c->causal;
+        p.keep_first = c->keep_first; p.keep_diagonal = c->keep_diag;
+        if (c->kv_lens) {
+            lens = (int32_t *)malloc((size_t)c->B * 4);
+            for (int64_t b = 0; b < c->B; b++) lens[b] = (int32_t)bsk_rng_int(r, 1, c->SK);
+            p.kv_lens = lens;
+        }
+        if (c->proj) {
+            wq = bsk_test_dense(c->D, c->proj, 1, BSK_F32, r);
+            wk = bsk_test_dense(c->D, c->proj, 0, BSK_BF16, r);
+            p.w_q = &wq; p.w_k = &wk;
+        }
+        bsk_attn_layout H, D, back;
+        REQUIRE_OK(bsk_attn_layout_alloc(c->SQ, c->SK, c->bq, c->bk, (int32_t)c->B, (int32_t)c->H, (int32_t)cap, BSK_MEM_HOST, &H));
+        REQUIRE_OK(bsk_attn_layout_alloc(c->SQ, c->SK, c->bq, c->bk, (int32_t)c->B, (int32_t)c->H, (int32_t)cap, BSK_MEM_DEVICE, &D));
+        CHECK_STATUS(bsk_topk_block_layout(cpu, &p, &H), BSK_SUCCESS);
+        size_t es = bsk_dtype_size(c->dt);
+        bsk_topk_params dp = p;
+        bsk_dense dwq, dwk;
+        dp.q.data = attn_to_dev(q.host, (size_t)q.elems * es);
+        dp.k.data = attn_to_dev(k.host, (size_t)k.elems * es);
+        dp.q.mem = dp.k.mem = BSK_MEM_DEVICE;
+        dp.kv_lens = lens ? (const int32_t *)attn_to_dev(lens, (size_t)c->B * 4) : NULL;
+        if (c->proj) {
+            dwq = wq; dwk = wk;
+            dwq.data = attn_to_dev(wq.data, (size_t)(wq.rows * wq.ld) * bsk_dtype_size(wq.dtype));
+            dwk.data = attn_to_dev(wk.data, (size_t)(wk.rows * wk.ld) * bsk_dtype_size(wk.dtype));
+            dwq.mem = dwk.mem = BSK_MEM_DEVICE;
+            dp.w_q = &dwq; dp.w_k = &dwk;
+        }
+        REQUIRE(dp.q.data && dp.k.data && topk_poison(&D) == 0);
+        CHECK_STATUS(bsk_topk_block_layout(ctx, &dp, &D), BSK_SUCCESS);
+        CHECK(strcmp(bsk_last_kernel(ctx), "cuda-topk") == 0);
+        CHECK_STATUS(bsk_synchronize(ctx), BSK_SUCCESS);
+        REQUIRE_OK(bsk_attn_layout_clone(&D, BSK_MEM_HOST, &back));
+        CHECK_STATUS(bsk_attn_layout_validate(&back), BSK_SUCCESS);
+        int64_t rows = bsk__attn_layout_rows(&H), diff = 0, kept = 0;
+        for (int64_t x = 0; x < rows; x++) {
+            if (H.full_count[x] != back.full_count[x] || H.part_count[x] != back.part_count[x]) { diff++; continue; }
+            kept += H.full_count[x] + H.part_count[x];
+            for (int32_t a = 0; a < H.full_count[x]; a++) diff += H.full_idx[x * cap + a] != back.full_idx[x * cap + a];
+            for (int32_t a = 0; a < H.part_count[x]; a++) diff += H.part_idx[x * cap + a] != back.part_idx[x * cap + a];
+        }
+        if (diff) fprintf(stderr, "  topk case %zu: %lld differences GPU vs CPU\n", ci, (long long)diff);
+        CHECK(diff == 0);
+        CHECK(kept > 0);
+        if (c->ties && !c->causal && !c->kv_lens && !c->keep_diag && !c->keep_first) {
+            /* every full key block ties exactly: each query block keeps blocks 0 .. top_k-1 (the last, partial
+               key block has another mean and may rank anywhere) */
+            int64_t bad = 0, full_nb = c->SK / c->bk;
+            for (int64_t x = 0; x < rows; x++) {
+                int32_t nf = back.full_count[x], np = back.part_count[x], want = (int32_t)cap;
+                if (full_nb < nb) want--; /* leave room for the partial block either way */
+                int32_t low = 0;
+                for (int32_t a = 0; a < nf; a++) low += back.full_idx[x * cap + a] < want;
+                for (int32_t a = 0; a < np; a++) low += back.part_idx[x * cap + a] < want;
+                if (low < want) bad++;
+            }
+            CHECK(bad == 0);
+        }
+        bsk_cuda_free(dp.q.data); bsk_cuda_free(dp.k.data); bsk_cuda_free((void *)dp.kv_lens);
+        if (c->proj) { bsk_cuda_free(dwq.data); bsk_cuda_free(dwk.data); bsk_test_dense_free(&wq); bsk_test_dense_free(&wk); }
+        bsk_attn_layout_free(&H); bsk_attn_layout_free(&D); bsk_attn_layout_free(&back);
+        free(q.host); free(k.host); free(lens);
+    }
+    bsk_destroy(cpu);
+    bsk_destroy(ctx);
+}
+
+/* Repeated calls on one context (the workspace is reused; no host synchronisation between them) give the
+   same layout, and a bigger problem after a smaller one grows the workspace correctly. */
+BSK_TEST(gpu_attn_topk_repeat_stable)
+{
+    bsk_context *ctx;
+    if (bsk_create(&ctx, BSK_BACKEND_CUDA) != BSK_SUCCESS) SKIP("no CUDA device");
+    const topk_case *small = &topk_cases[0], *big = &topk_cases[2];
+    bsk_rng *r = bsk_test_rng();
+    int32_t *first = NULL;
+    int64_t first_n = 0;
+    const uint64_t seed12 = bsk_rng_next(r);
+    for (int rep = 0; rep < 3; rep++) {
+        const topk_case *c = rep == 0 ? small : big;
+        bsk_rng same; /* reps 1 and 2: the same inputs */
+        bsk_rng_init(&same, seed12);
+        bsk_rng *g = rep == 0 ? r : &same;
+        topk_buf q = topk_tensor(c, c->SQ, c->H, g, 0, c->bq);
+        topk_buf k = topk_tensor(c, c->SK, c->HK, g, 0, c->bk);
+        int64_t nb = (c->SK + c->bk - 1) / c->bk, cap = c->top_k < nb ? c->top_k : nb;
+        bsk_topk_params p;
+        memset(&p, 0, sizeof p);
+        p.q = q.t; p.k = k.t; p.top_k = c->top_k; p.causal = c->causal; p.keep_first = c->keep_first;
+        p.keep_diagonal = c->keep_diag;
+        size_t es = bsk_dtype_size(c->dt);
+        p.q.data = attn_to_dev(q.host, (size_t)q.elems * es);
+        p.k.data = attn_to_dev(k.host, (size_t)k.elems * es);
+        p.q.mem = p.k.mem = BSK_MEM_DEVICE;
+        bsk_attn_layout D, back;
+        REQUIRE_OK(bsk_attn_layout_alloc(c->SQ, c->SK, c->bq, c->bk, (int32_t)c->B, (int32_t)c->H, (int32_t)cap, BSK_MEM_DEVICE, &D));
+        REQUIRE(p.q.data && p.k.data && topk_poison(&D) == 0);
+        CHECK_STATUS(bsk_topk_block_layout(ctx, &p, &D), BSK_SUCCESS);
+        CHECK_STATUS(bsk_topk_block_layout(ctx, &p, &D), BSK_SUCCESS);
+        REQUIRE_OK(bsk_attn_layout_clone(&D, BSK_MEM_HOST, &back));
+        CHECK_STATUS(bsk_attn_layout_validate(&back), BSK_SUCCESS);
+        int64_t rows = bsk__attn_layout_rows(&back), n = 2 * rows + 2 * rows * cap;
+        if (rep == 1) {
+            first = (int32_t *)malloc((size_t)n * 4);
+            first_n = n;
+            memcpy(first, back.full_count, (size_t)rows * 4);
+            memcpy(first + rows, back.part_count, (size_t)rows * 4);
+            memcpy(first + 2 * rows, back.full_idx, (size_t)(rows * cap) * 4);
+            memcpy(first + 2 * rows + rows * cap, back.part_idx, (size_t)(rows * cap) * 4);
+        } else if (rep == 2) {
+            int64_t diff = first_n != n;
+            for (int64_t x = 0; x < rows && !diff; x++) {
+                diff += first[x] != back.full_count[x] || first[rows + x] != back.part_count[x];
+                for (int32_t a = 0; a < back.full_count[x]; a++) diff += first[2 * rows + x * cap + a] != back.full_idx[x * cap + a];
+                for (int32_t a = 0; a < back.part_count[x]; a++)
+                    diff += first[2 * rows + rows * cap + x * cap + a] != back.part_idx[x * cap + a];
+            }
+            CHECK(diff == 0);
+        }
+        bsk_cuda_free(p.q.data); bsk_cuda_free(p.k.data);
+        bsk_attn_layout_free(&D); bsk_attn_layout_free(&back);
+        free(q.host); free(k.host);
+    }
+    free(first);
+    bsk_destroy(ctx);
+}
