@@ -142,7 +142,9 @@ __global__ void __launch_bounds__(384, 1)
     if (tid == 0) {
         for (int u = 0; u < 2; ++u) {
             mbar_init(qfull0 + 8 * u, 1);
-            mbar_init(qempty0 + 8 * u, 2); /* one arrival per consumer warpgroup */
+            /* one arrival per consumer warp once it has read the record (its lane 0, the lane that read it),
+               and one per consumer warpgroup once its O store has read the Q buffer */
+            mbar_init(qempty0 + 8 * u, 8 + 2);
         }
         mbar_init(aux, 1);
         for (int s = 0; s < STAGES; ++s) {
@@ -311,7 +313,9 @@ __global__ void __launch_bounds__(384, 1)
         /* K tile t has landed; its key start (read before the stage is released) */
         auto wait_k = [&](uint32_t t) -> int {
             mbar_wait(kfull0 + 8 * (t % STAGES), (t / STAGES) & 1u);
-            return kmeta[t % STAGES];
+            int k0 = 0; /* lane 0 reads it: the lane that later releases the stage (see stage_record_read) */
+            if (lane == 0) k0 = kmeta[t % STAGES];
+            return __shfl_sync(0xffffffffu, k0, 0);
         };
         auto wait_v = [&](uint32_t t) { mbar_wait(vfull0 + 8 * (t % STAGES), (t / STAGES) & 1u); };
         auto release = [&](uint32_t bar0, uint32_t t) {
@@ -382,8 +386,11 @@ __global__ void __launch_bounds__(384, 1)
         for (uint32_t n = 0;; ++n) {
             const uint32_t u = n & 1u;
             mbar_wait(qfull0 + 8 * u, (n >> 1) & 1u); /* the item record and its Q tile */
-            const int4 r0 = rec[2 * u];
-            const int4 r1 = rec[2 * u + 1];
+            /* each warp's lane 0 reads the record, shuffles it and frees it for this warp (program order
+               after its own read: no cross-lane ordering for racecheck to miss) */
+            const int4 r0 = stage_record_read(&rec[2 * u], lane);
+            const int4 r1 = stage_record_read(&rec[2 * u + 1], lane);
+            if (lane == 0) mbar_arrive(qempty0 + 8 * u);
             /* the previous item's O store has had this wait's time to read its buffer: hand it back */
             if (pend >= 0 && tw == 0) {
                 bulk_wait_read0();
