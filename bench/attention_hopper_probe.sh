@@ -1,24 +1,31 @@
 #!/bin/bash
 # attention_hopper_probe.sh — one device run for the Hopper attention kernel (src/cuda/hopper/attention_*):
 # build (sm_90a only), the attention tests (CPU + GPU, the Hopper ones assert the Hopper kernel ran), the
-# benchmark (`bsk attention`, Hopper kernel first, mma.sync kernel timed alongside), compute-sanitizer memcheck
-# on the short Hopper tests; a summary last. Logs and the JSON in $OUT.
+# benchmark as an A/B of the kernel options (`bsk attention --compare`: the timed variant, then the mma.sync
+# kernel, then variants 5 and 7 — the third and fourth Hopper runs read up to 10 % low at high density
+# (power), so each variant is also timed first, twice, and the first-position figures are compared), SM clock
+# and power sampled during the benchmark, compute-sanitizer memcheck on the short Hopper tests, optionally ncu
+# on the dense D=128 config; a summary last. Logs and JSON in $OUT.
+# Variants (attention_hopper.cu): 4 default (D=128 XB|LR|SPLIT, D=64 XB), 5 the alternative (D=128 XB|LR,
+# D=64 XB|SPLIT), 7 the session-3 kernel (no option).
 # Usage (device machine, repo root): bench/attention_hopper_probe.sh [extra bsk attention args...]
-#   ATTN_BUILD=dir (default build-attnh); ATTN_SAN=0 skips memcheck; ATTN_BENCH=0 skips the benchmark.
+#   ATTN_BUILD=dir (default build-attnh); ATTN_SAN=0 skips memcheck; ATTN_BENCH=0 skips the benchmark;
+#   ATTN_NCU=1 adds ncu (SpeedOfLight, WarpStateStats, tensor pipe) on the dense D=128 non-causal config,
+#   variants 4, 5 and 7; ATTN_REPS / ATTN_VARIANTS / ATTN_ITERS shape the benchmark loop.
 set -o pipefail
 B=${ATTN_BUILD:-build-attnh}
 OUT=${OUT:-/tmp/attn_out}
 mkdir -p "$OUT"
-nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw,temperature.gpu --format=csv,noheader
+nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw,power.limit,temperature.gpu --format=csv,noheader
 t0=$(date +%s)
 make BUILD=$B JOBS=16 GENCODE_PORTABLE='-gencode arch=compute_90a,code=sm_90a' all > "$OUT/build.log" 2>&1 ||
     { tail -30 "$OUT/build.log"; echo "BUILD FAILED"; exit 1; }
 echo "build: $(( $(date +%s) - t0 )) s"
 CUOBJ=$(command -v cuobjdump || echo /usr/local/cuda/bin/cuobjdump)
 "$CUOBJ" --dump-sass $B/src/cuda/hopper/attention_hopper.o > "$OUT/sass.txt" 2>/dev/null
-res_sass=$(awk '/Function :/{f=$3} /HGMMA/{n[f]++} /LDL|STL/{s[f]++} END{for (k in n) printf "%s HGMMA=%d LDL/STL=%d; ", substr(k,1,60), n[k], s[k]}' "$OUT/sass.txt")
+res_sass=$(awk '/Function :/{f=$3} /HGMMA/{n[f]++} /LDL|STL/{s[f]++} END{for (k in n) printf "%s HGMMA=%d LDL/STL=%d; ", substr(k,36,14), n[k], s[k]}' "$OUT/sass.txt")
 res_tests="not run"; res_mem="not run"; res_bench="not run"
-timeout ${ATTN_TEST_TIMEOUT:-70} $B/bin/bsk_tests attn > "$OUT/tests.log" 2>&1
+timeout ${ATTN_TEST_TIMEOUT:-90} $B/bin/bsk_tests attn > "$OUT/tests.log" 2>&1
 rc=$?
 grep -v "^ok " "$OUT/tests.log" | head -40
 res_tests="rc=$rc $(tail -1 "$OUT/tests.log")"
@@ -26,20 +33,49 @@ hung=0
 if [ $rc = 124 ]; then echo "tests: TIMED OUT (hang?)"; hung=1; fi
 echo "tests: $(( $(date +%s) - t0 )) s"
 if [ "${ATTN_BENCH:-1}" = 1 ] && [ $hung = 0 ]; then
-    timeout ${ATTN_BENCH_TIMEOUT:-70} $B/bin/bsk attention --variant 4 --compare --json "$OUT/attention_hopper.json" "$@" \
-        > "$OUT/bench.log" 2>&1
-    res_bench="rc=$?"
+    nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu,clocks_throttle_reasons.active \
+        --format=csv,noheader -lms 250 > "$OUT/clocks.csv" 2>/dev/null &
+    smi=$!
+    res_bench="rc"
+    : > "$OUT/bench.log"
+    for rep in ${ATTN_REPS:-1 2}; do
+        for v in ${ATTN_VARIANTS:-4 5 7}; do
+            echo "#### rep $rep variant $v first" >> "$OUT/bench.log"
+            timeout ${ATTN_BENCH_TIMEOUT:-60} $B/bin/bsk attention --variant $v --compare --iters ${ATTN_ITERS:-10} \
+                --json "$OUT/attention_hopper_v$v.json" "$@" >> "$OUT/bench.log" 2>&1
+            res_bench="$res_bench $?"
+        done
+    done
+    kill $smi 2>/dev/null
     echo "bench: $(( $(date +%s) - t0 )) s"
 fi
 if [ "${ATTN_SAN:-1}" != 0 ] && [ $hung = 0 ]; then
-    timeout ${ATTN_SAN_TIMEOUT:-40} compute-sanitizer --tool memcheck --error-exitcode 9 $B/bin/bsk_tests \
+    timeout ${ATTN_SAN_TIMEOUT:-50} compute-sanitizer --tool memcheck --error-exitcode 9 $B/bin/bsk_tests \
         gpu_attn_hopper_long > "$OUT/memcheck.log" 2>&1; rc=$?
     res_mem="rc=$rc $(grep 'ERROR SUMMARY' "$OUT/memcheck.log" | tail -1) $(grep -c '^ok ' "$OUT/memcheck.log") ok"
     echo "sanitizer: $(( $(date +%s) - t0 )) s"
+fi
+if [ "${ATTN_NCU:-0}" = 1 ] && [ $hung = 0 ]; then
+    for v in 4 5 7; do
+        timeout 45 ncu --clock-control none -k regex:attn_hopper --launch-count 1 --section SpeedOfLight --section WarpStateStats \
+            --metrics sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_elapsed,smsp__issue_active.avg.pct_of_peak_sustained_elapsed,lts__t_sectors.avg.pct_of_peak_sustained_elapsed,sm__cycles_elapsed.avg.per_second \
+            $B/bin/bsk attention --variant $v --dims 128 --densities 1.0 --iters 1 --warmup 0 --json /tmp/ncu_$v.json \
+            > "$OUT/ncu_v$v.log" 2>&1
+    done
+    echo "ncu: $(( $(date +%s) - t0 )) s"
 fi
 echo "================ summary"
 echo "sass:     $res_sass"
 echo "tests:    $res_tests"
 echo "memcheck: $res_mem"
 echo "bench:    $res_bench"
-cat "$OUT/bench.log" 2>/dev/null | grep -v "^$" | cut -c1-230
+if [ -s "$OUT/clocks.csv" ]; then
+    awk -F', ' '{c+=$2; p+=$3; n++; if (min==""||$2<min) min=$2} END{if (n) printf "clocks:   SM mean %.0f MHz (min %d), power mean %.0f W over %d samples\n", c/n, min, p/n, n}' "$OUT/clocks.csv"
+fi
+# the timed (first) variant of each invocation, per config: "v<variant>:<TFLOPS>" per rep
+echo "-- first-position TFLOPS per config (variant:TFLOPS, both reps); then the --compare figures of the last rep"
+awk '/^#### rep/{v=$5} /^D=/{match($0,/^D= *[0-9]+ +[a-z-]+ +d=[0-9.]+/); k=substr($0,RSTART,RLENGTH); match($0,/ms +[0-9.]+ TFLOPS/); t=substr($0,RSTART,RLENGTH); gsub(/ms +| TFLOPS/,"",t); a[k]=a[k]" v"v":"t; if(!(k in o)){o[k]=++n; key[n]=k}} END{for(i=1;i<=n;i++) printf "%-28s%s\n", key[i], a[key[i]]}' "$OUT/bench.log"
+grep -E "^D=|^####" "$OUT/bench.log" | tail -17 | sed -E 's/ +err [^[]*gate [^[]*\[hopper-attn-wgmma\]//; s/ \(actual [^)]*\)//' | cut -c1-170
+for v in 4 5 7; do
+    [ -s "$OUT/ncu_v$v.log" ] && { echo "-- ncu variant $v"; grep -E "hmma|issue_active|lts__t_sectors|per_second|Duration|Warp Cycles Per Issued|Avg. Active Threads" "$OUT/ncu_v$v.log" | head -10; }
+done

@@ -650,9 +650,9 @@ static void poison_kv_tails(problem *P)
                     for (int64_t d = 0; d < ts[w]->dim; d++) bsk__store(hs[w], ts[w]->dtype, attn_tidx(ts[w], b, k, h, d), NAN);
 }
 
-/* One problem through the Hopper kernel under each of its schedules (variant 4: the default, 5: persistent
-   grid, 6: persistent on 3 CTAs — many items per CTA, both Q buffers and the rings carried across items, 7:
-   one CTA per item): every element of O and LSE against the float64 reference, O and LSE NaN-poisoned before
+/* One problem through each build of the Hopper kernel (variant 4: the default options, 5: the alternative
+   options, 6: the default on 3 CTAs — many items per CTA, both Q buffers and the rings carried across items,
+   7: no options, the session-3 kernel; attention_hopper.cu): every element of O and LSE against the float64 reference, O and LSE NaN-poisoned before
    each run, and the kernel that ran must be `want` (the Hopper kernel, or the mma.sync kernel for the cases
    the Hopper kernel declines). */
 static void hopper_case(bsk_test_ctx *t, bsk_context *ctx, const spec *sp, float scale, const char *want, const char *what)
@@ -875,7 +875,7 @@ BSK_TEST(gpu_attn_topk_matches_cpu)
 }
 
 /* Random problems through the default dispatch (the Hopper kernel where it applies) and, for some, a forced
-   build (variant 3: mma.sync only, 7: Hopper one CTA per item) or the CUDA-core kernel: any dtype, head dim,
+   build (variant 3: mma.sync only, 7: the Hopper kernel without options) or the CUDA-core kernel: any dtype, head dim,
    block sizes, GQA, orders, odd lengths, causal offsets, key lengths, padded or odd-strided rows, every layout
    kind, scales of either sign. Every element of O and lse against the float64 reference (both NaN-poisoned
    before the run). BSK_STRESS_SCALE multiplies the count (the long tier, TESTING.md). */

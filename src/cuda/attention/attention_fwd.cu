@@ -360,7 +360,7 @@ extern "C" bsk_status bsk_cuda_attention_forward(bsk_context *ctx, const bsk_att
     /* Hopper (cc 9.0): the TMA + wgmma kernel first (src/cuda/hopper/attention_hopper.cu; it declines what it does
        not take: block sizes other than 128, negative scales, strides TMA cannot express). bsk__attn_variant 0
        takes it when HOPPER_DEFAULT says so (1 since it was measured correct and 2.2-2.9x faster on an H100,
-       docs/attention-notes.md), 4..7 ask for it (5..7 pick its schedule: attention_hopper.cu), 1..3 keep the
+       docs/attention-notes.md), 4..7 ask for it (5..7 pick its build options: attention_hopper.cu), 1..3 keep the
        mma.sync kernel (3: its default build; tests and benchmarks compare the two). */
     static const int HOPPER_DEFAULT = 1;
     const int hv = bsk__attn_variant;

@@ -1,58 +1,36 @@
 /* attention_hopper.cu — launcher of the Hopper (sm_90a) block-sparse attention forward kernel
    (attention_kernel.cuh): decides whether the TMA + wgmma kernel takes the case, builds the four tensor maps
-   and launches either one CTA per (batch, head, query block) or a persistent grid (one CTA per SM, items from
-   an atomic counter). Declines (BSK_ERR_UNSUPPORTED: the mma.sync kernel of src/cuda/attention/attention_fwd.cu
-   then runs) everything it does not do exactly right.
-   Schedules (bsk__attn_variant, see attention_fwd.cu): 5 persistent, 6 persistent on 3 CTAs (tests: many
-   items per CTA), 7 one CTA per item; 0 and 4 take PERSIST_DEFAULT. */
-#include <cudaTypedefs.h> /* PFN_cuTensorMapEncodeTiled_v12000 */
+   and launches a persistent grid (one CTA per SM, items from an atomic counter; the one-CTA-per-item schedule
+   was slower at every density, docs/attention-notes.md). Declines (BSK_ERR_UNSUPPORTED: the mma.sync kernel
+   of src/cuda/attention/attention_fwd.cu then runs) everything it does not do exactly right. */
 #include <stdint.h>
 #include "../cuda_internal.h"
 #include "../../attention/attention_internal.h"
 #include "attention_kernel.cuh"
+#include "tma.cuh"
 
 using namespace bsk_hopper;
 
-/* Measured on an H100 (docs/attention-notes.md, run 2): the persistent schedule was faster at every density
-   (d 0.1: +15% non-causal, +23% causal) and never measurably slower. */
-static const int PERSIST_DEFAULT = 1;
-
-/* The driver's encoder, looked up once (a benign race: concurrent first calls store the same pointer). */
-static PFN_cuTensorMapEncodeTiled_v12000 attn_encode_fn(void)
-{
-    static PFN_cuTensorMapEncodeTiled_v12000 fn = NULL;
-    static int tried = 0;
-    if (!tried) {
-        void *p = NULL;
-        cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
-        if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &q) == cudaSuccess &&
-            q == cudaDriverEntryPointSuccess)
-            fn = (PFN_cuTensorMapEncodeTiled_v12000)p;
-        else
-            (void)cudaGetLastError();
-        tried = 1;
-    }
-    return fn;
-}
+/* Kernel options (attention_kernel.cuh), measured on an H100 (docs/attention-notes.md, runs 4-6). The default
+   (bsk__attn_variant 0 and 4; 6 too, on 3 CTAs: many items per CTA, for the tests): D=128 XB | LR | SPLIT,
+   D=64 XB alone (there LR measured 5-9 % and SPLIT ~1.5 % slower). Kept for same-run A/B timings, which the GPU's
+   power state makes necessary (bsk attention --compare times 5 and 7 beside the default): 5 the alternative
+   (D=128 XB | LR, D=64 XB | SPLIT), 7 the session-3 kernel (no option). */
+static const int ATTN_DEFAULT_128 = ATTN_XB | ATTN_LR | ATTN_SPLIT, ATTN_PREV_128 = ATTN_XB | ATTN_LR;
+static const int ATTN_DEFAULT_64 = ATTN_XB, ATTN_PREV_64 = ATTN_XB | ATTN_SPLIT;
 
 /* A strided attention tensor as the 4-D TMA view (dim, seq, head, batch), boxes of 64 x box_rows x 1 x 1
    (128 bytes wide: the 128-byte swizzle's limit), zero-filled outside. A dimension of extent 1 whose stride
    TMA could not take gets a dummy one (its coordinate is always 0). */
 static bsk_status attn_tmap(CUtensorMap *map, const bsk_attn_tensor *t, uint32_t box_rows)
 {
-    PFN_cuTensorMapEncodeTiled_v12000 fn = attn_encode_fn();
-    if (!fn) return BSK_ERR_UNSUPPORTED;
     const cuuint64_t dims[4] = {(cuuint64_t)t->dim, (cuuint64_t)t->seq, (cuuint64_t)t->heads, (cuuint64_t)t->batch};
     const int64_t st[3] = {t->stride_seq, t->stride_head, t->stride_batch};
     cuuint64_t strides[3];
     for (int i = 0; i < 3; i++)
         strides[i] = dims[i + 1] == 1 && (st[i] <= 0 || st[i] % 8 != 0) ? (cuuint64_t)t->dim * 2u : (cuuint64_t)st[i] * 2u;
     const cuuint32_t box[4] = {64, box_rows, 1, 1};
-    const cuuint32_t estr[4] = {1, 1, 1, 1};
-    CUresult r = fn(map, t->dtype == BSK_BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 4,
-                    t->data, dims, strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                    CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-    return r == CUDA_SUCCESS ? BSK_SUCCESS : BSK_ERR_UNSUPPORTED;
+    return bsk_hopper_tmap_encode(map, t->data, t->dtype, 4, dims, strides, box);
 }
 
 /* What TMA can address: 16-byte aligned base, strides of the dimensions that vary positive multiples of
@@ -68,7 +46,7 @@ static int tma_ok(const bsk_attn_tensor *t)
     return 1;
 }
 
-template <int DT, int D, int STAGES, bool PERSIST>
+template <int DT, int D, int STAGES, int OPT>
 static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, const bsk_attention_params *pp,
                          const bsk__attn_dims *d)
 {
@@ -105,23 +83,21 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, cons
     p.counter = NULL;
     int64_t ctas = items;
     cudaStream_t stream = (cudaStream_t)ctx->stream;
-    if (PERSIST) {
-        void *ws = NULL;
-        if ((s = bsk_cuda_workspace(ctx, 256, &ws))) return s;
-        p.counter = (unsigned *)ws;
-        cudaError_t e = cudaMemsetAsync(ws, 0, sizeof(unsigned), stream);
-        if (e != cudaSuccess) return bsk_cuda_status(e);
-        const int cap = bsk__attn_variant == 6 ? 3 : st->sms;
-        if (ctas > cap) ctas = cap;
-    }
+    void *ws = NULL;
+    if ((s = bsk_cuda_workspace(ctx, 256, &ws))) return s;
+    p.counter = (unsigned *)ws;
+    cudaError_t e = cudaMemsetAsync(ws, 0, sizeof(unsigned), stream);
+    if (e != cudaSuccess) return bsk_cuda_status(e);
+    const int cap = bsk__attn_variant == 6 ? 3 : st->sms;
+    if (ctas > cap) ctas = cap;
     static int opted_in = 0; /* once per instantiation (one process, one device in practice) */
     if (!opted_in) {
-        cudaError_t e = cudaFuncSetAttribute(attn_hopper_kernel<DT, D, STAGES, PERSIST>,
+        cudaError_t e = cudaFuncSetAttribute(attn_hopper_kernel<DT, D, STAGES, OPT>,
                                              cudaFuncAttributeMaxDynamicSharedMemorySize, CF::SMEM);
         if (e != cudaSuccess) { (void)cudaGetLastError(); return BSK_ERR_UNSUPPORTED; }
         opted_in = 1;
     }
-    attn_hopper_kernel<DT, D, STAGES, PERSIST><<<(unsigned)ctas, CF::THREADS, CF::SMEM, stream>>>(tq, tk, tv, to, p);
+    attn_hopper_kernel<DT, D, STAGES, OPT><<<(unsigned)ctas, CF::THREADS, CF::SMEM, stream>>>(tq, tk, tv, to, p);
     s = BSK_CUDA_LAUNCH_CHECK();
     if (!s) ctx->last_kernel = "hopper-attn-wgmma";
     return s;
@@ -144,13 +120,17 @@ bsk_status bsk_hopper_attention_forward(bsk_context *ctx, const bsk_attention_pa
     if (d->batch * d->heads * d->mq > INT32_MAX) return BSK_ERR_UNSUPPORTED;
     if (!tma_ok(&p->q) || !tma_ok(&p->k) || !tma_ok(&p->v) || !tma_ok(&p->o)) return BSK_ERR_UNSUPPORTED;
     const int v = bsk__attn_variant;
-    const bool persist = v == 5 || v == 6 || (v != 7 && PERSIST_DEFAULT);
+    const bool bf = dt == BSK_BF16;
     if (d->dim == 128) {
-        if (persist)
-            return dt == BSK_BF16 ? launch<BSK_BF16, 128, 2, true>(ctx, st, p, d) : launch<BSK_F16, 128, 2, true>(ctx, st, p, d);
-        return dt == BSK_BF16 ? launch<BSK_BF16, 128, 2, false>(ctx, st, p, d) : launch<BSK_F16, 128, 2, false>(ctx, st, p, d);
+#define ATTN_LAUNCH(O) (bf ? launch<BSK_BF16, 128, 2, O>(ctx, st, p, d) : launch<BSK_F16, 128, 2, O>(ctx, st, p, d))
+        if (v == 7) return ATTN_LAUNCH(0);
+        if (v == 5) return ATTN_LAUNCH(ATTN_PREV_128);
+        return ATTN_LAUNCH(ATTN_DEFAULT_128);
+#undef ATTN_LAUNCH
     }
-    if (persist)
-        return dt == BSK_BF16 ? launch<BSK_BF16, 64, 4, true>(ctx, st, p, d) : launch<BSK_F16, 64, 4, true>(ctx, st, p, d);
-    return dt == BSK_BF16 ? launch<BSK_BF16, 64, 4, false>(ctx, st, p, d) : launch<BSK_F16, 64, 4, false>(ctx, st, p, d);
+#define ATTN_LAUNCH(O) (bf ? launch<BSK_BF16, 64, 4, O>(ctx, st, p, d) : launch<BSK_F16, 64, 4, O>(ctx, st, p, d))
+    if (v == 7) return ATTN_LAUNCH(0);
+    if (v == 5) return ATTN_LAUNCH(ATTN_PREV_64);
+    return ATTN_LAUNCH(ATTN_DEFAULT_64);
+#undef ATTN_LAUNCH
 }

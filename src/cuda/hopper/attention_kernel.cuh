@@ -1,15 +1,14 @@
 /* attention_kernel.cuh — the Hopper (sm_90a) block-sparse attention forward kernel, FlashAttention-3 structure.
 
-   Work item = (batch, head, 128-row query block). Either one CTA per item (PERSIST = false) or a persistent
-   grid of one CTA per SM taking items from an atomic counter (PERSIST = true), in the same order: (b, h)
-   major so that CTAs running together share K and V in L2, each head's longest query blocks first when
-   causal. 384 threads in three warpgroups:
-     - WG0, the producer (setmaxnreg.dec): one warp. Per item: compacts the query block's kept key tiles
+   Work item = (batch, head, 128-row query block). A persistent grid of one CTA per SM takes items from an
+   atomic counter in this order: (b, h) major so that CTAs running together share K and V in L2, each head's
+   longest query blocks first when causal. 384 threads in three warpgroups:
+     - WG0, the producer (setmaxnreg.dec): one warp (two with ATTN_SPLIT, below). Per item: compacts the query block's kept key tiles
        (the layout's full list, then its partial list, as attention_fwd.cu walks them; tiles out of range or
        entirely masked by kv_len / causality are dropped) into shared memory, TMA-loads the Q tile into one of
        two Q buffers (issued before the list is read; the next item's Q lands while the current one is still
-       computed) and publishes an item record, then TMA-loads each K tile and V tile (128 keys x D, 128-byte swizzled 64-column panels)
-       into STAGES-deep rings, K and V on separate mbarriers so S = Q·Kᵀ can start before V has landed; the
+       computed) and publishes an item record, then TMA-loads each K tile and V tile (128 keys x D, 128-byte
+       swizzled 64-column panels) into STAGES-deep rings, K and V on separate mbarriers so S = Q·Kᵀ can start before V has landed; the
        tile's key start travels with the K stage. A V tile that crosses a per-batch key length is zeroed
        past it before the consumers see it (the rows are real memory the caller may not have initialised;
        P there is 0, but 0 · NaN is not).
@@ -49,7 +48,7 @@ struct AttnHParams {
     int seq_q, seq_k;
     int heads, group, mq, nb, cap, lay_b, lay_h, causal;
     float scale_log2; /* scale · log2(e) > 0 */
-    unsigned *counter;  /* PERSIST: work-queue head, zeroed before the launch */
+    unsigned *counter;  /* work-queue head, zeroed before the launch */
     unsigned total;     /* items: batch * heads * mq */
 };
 
@@ -70,7 +69,7 @@ template <int D_, int STAGES_> struct AttnCfg {
     static constexpr int KMETA_OFF = REC_OFF + 64;       /* int per K stage                   */
     static constexpr int MAXT = 2048;                    /* tiles per query block             */
     static constexpr int LIST_OFF = KMETA_OFF + (STAGES_ * 4 + 15) / 16 * 16;
-    static constexpr int SMEM = LIST_OFF + MAXT * 4 + 1024; /* + slack to align the base to 1024 */
+    static constexpr int SMEM = LIST_OFF + 2 * MAXT * 4 + 1024; /* two lists (SPLIT); + slack to align to 1024 */
     static constexpr int THREADS = 384;
 };
 
@@ -121,7 +120,19 @@ __device__ __forceinline__ float attn_exp2(float x)
     return y;
 }
 
-template <int DT, int D, int STAGES, bool PERSIST>
+/* Kernel options (template flags; bsk__attn_variant picks them, attention_hopper.cu):
+   ATTN_XB — the ping-pong runs on across items: each warpgroup's slot ends by opening the other's turn, WG2's
+             last slot of an item included, so WG1 issues the next item's S_0 while WG2 is still in its epilogue
+             (without it WG2 opens WG1's first turn of every item only after its own epilogue);
+   ATTN_LR — lazy rescale: a row's reference max moves only when the tile's max exceeds it by more than
+             ATTN_LR_TH (log2 units; then P <= 2^TH, exact after the final 1/l), and O *= alpha is skipped when
+             no row of the warp moved (after the first tiles: almost always);
+   ATTN_SPLIT — producer warp 1 issues the V tiles (from the item record and a per-item list buffer), warp 0
+             the K tiles, so K_{t+2} no longer waits behind V_{t+1}'s free stage (one warp: K and V in turn). */
+constexpr int ATTN_XB = 1, ATTN_LR = 2, ATTN_SPLIT = 4;
+constexpr float ATTN_LR_TH = 8.0f;
+
+template <int DT, int D, int STAGES, int OPT>
 __global__ void __launch_bounds__(384, 1)
     attn_hopper_kernel(const __grid_constant__ CUtensorMap tmQ, const __grid_constant__ CUtensorMap tmK,
                        const __grid_constant__ CUtensorMap tmV, const __grid_constant__ CUtensorMap tmO,
@@ -141,10 +152,12 @@ __global__ void __launch_bounds__(384, 1)
 
     if (tid == 0) {
         for (int u = 0; u < 2; ++u) {
-            mbar_init(qfull0 + 8 * u, 1);
+            /* every lane of the producer warp arrives: lanes wrote the tile list the V warp reads (each write
+               released by its own lane's arrival), lane 0 the record and the Q tile's bytes */
+            mbar_init(qfull0 + 8 * u, 32);
             /* one arrival per consumer warp once it has read the record (its lane 0, the lane that read it),
                and one per consumer warpgroup once its O store has read the Q buffer */
-            mbar_init(qempty0 + 8 * u, 8 + 2);
+            mbar_init(qempty0 + 8 * u, 8 + 2 + ((OPT & ATTN_SPLIT) ? 1 : 0)); /* + the V warp (SPLIT) */
         }
         mbar_init(aux, 1);
         for (int s = 0; s < STAGES; ++s) {
@@ -164,25 +177,58 @@ __global__ void __launch_bounds__(384, 1)
     if (wg == 0) {
         /* ------------------------------------------------------------ producer */
         setmaxnreg_dec<ATTN_PRODUCER_REGS>();
+        uint32_t aph = 0; /* aux phase */
+        /* V tile of ring stage s at key k0 (whole warp: the zeroing past kv_len uses every lane) */
+        auto issue_v = [&](int s, int k0, int hk, int b, int kv_len) {
+            const uint32_t vdst = sb + CF::V_OFF + s * CF::TILE;
+            /* Rows in [kv_len, seq_k) are the caller's memory past the key length: zero them in V. (Rows
+               past seq_k come back as zeros from TMA; K needs nothing: S there is replaced by -inf.) */
+            const bool cut = kv_len < p.seq_k && k0 + 128 > kv_len;
+            if (!cut) {
+                if (lane == 0) {
+                    mbar_arrive_expect_tx(vfull0 + 8 * s, CF::TILE);
+#pragma unroll
+                    for (int pn = 0; pn < CF::PANELS; ++pn)
+                        tma_load_4d(vdst + pn * CF::PANEL, &tmV, vfull0 + 8 * s, 64 * pn, k0, hk, b);
+                }
+            } else {
+                if (lane == 0) {
+                    mbar_arrive_expect_tx(aux, CF::TILE);
+#pragma unroll
+                    for (int pn = 0; pn < CF::PANELS; ++pn)
+                        tma_load_4d(vdst + pn * CF::PANEL, &tmV, aux, 64 * pn, k0, hk, b);
+                }
+                mbar_wait(aux, aph);
+                aph ^= 1u;
+                const int r0 = kv_len - k0;     /* 1..127: rows r0..127 are zeroed       */
+                const int per = (128 - r0) * 8; /* 16-byte pieces per panel (whole rows) */
+                for (int x = lane; x < per * CF::PANELS; x += 32) {
+                    const int pn = x / per, rem = x - pn * per;
+                    const uint32_t a = vdst + pn * CF::PANEL + r0 * 128 + rem * 16;
+                    asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(a), "r"(0u) : "memory");
+                }
+                fence_proxy_async_smem(); /* the generic stores, before wgmma (async proxy) reads them */
+                __syncwarp();
+                if (lane == 0) mbar_arrive(vfull0 + 8 * s);
+            }
+        };
         if (warp == 0) {
-            uint32_t aph = 0, kt = 0; /* aux phase; K/V tiles issued so far (ring position) */
-            /* items: the queue (taken one ahead, so its latency hides behind the current item) or blockIdx */
-            unsigned item = PERSIST ? (lane == 0 ? atomicAdd(p.counter, 1u) : 0u) : blockIdx.x;
-            if (PERSIST) item = __shfl_sync(0xffffffffu, item, 0);
+            uint32_t kt = 0; /* K/V tiles issued so far (ring position) */
+            /* items: the queue (taken one ahead, so its latency hides behind the current item) */
+            unsigned item = lane == 0 ? atomicAdd(p.counter, 1u) : 0u;
+            item = __shfl_sync(0xffffffffu, item, 0);
             for (uint32_t n = 0;; ++n) {
                 const uint32_t u = n & 1u, uph = (n >> 1) & 1u;
                 unsigned next = p.total;
-                if (PERSIST && item < p.total) {
+                if (item < p.total) {
                     next = lane == 0 ? atomicAdd(p.counter, 1u) : 0u;
                     next = __shfl_sync(0xffffffffu, next, 0);
                 }
-                if (lane == 0) mbar_wait(qempty0 + 8 * u, uph ^ 1u); /* Q buffer and record u are free */
+                mbar_wait(qempty0 + 8 * u, uph ^ 1u); /* Q buffer, record u and its list are free (every lane: each writes the list) */
                 __syncwarp();
                 if (item >= p.total) {
-                    if (lane == 0) {
-                        rec[2 * u] = make_int4(0, 0, 0, -1);
-                        mbar_arrive(qfull0 + 8 * u);
-                    }
+                    if (lane == 0) rec[2 * u] = make_int4(0, 0, 0, -1);
+                    mbar_arrive(qfull0 + 8 * u);
                     break;
                 }
                 const int bh = (int)(item / (unsigned)mq), ii = (int)(item % (unsigned)mq);
@@ -204,6 +250,7 @@ __global__ void __launch_bounds__(384, 1)
                 const int nf = min(max(p.full_count[row], 0), p.cap), np = min(max(p.part_count[row], 0), p.cap);
                 const int32_t *fl = p.full_idx + row * p.cap, *pl = p.part_idx + row * p.cap;
                 int nt = 0;
+                int *tl = tlist + ((OPT & ATTN_SPLIT) ? u * CF::MAXT : 0u);
                 for (int base = 0; base < nf + np; base += 32) {
                     const int t = base + lane;
                     int j = -1;
@@ -216,21 +263,21 @@ __global__ void __launch_bounds__(384, 1)
                     }
                     const unsigned bal = __ballot_sync(0xffffffffu, ok);
                     const int pos = nt + __popc(bal & ((1u << lane) - 1u));
-                    if (ok && pos < CF::MAXT) tlist[pos] = j;
+                    if (ok && pos < CF::MAXT) tl[pos] = j;
                     nt += __popc(bal);
                 }
                 nt = min(nt, CF::MAXT);
                 __syncwarp();
                 if (lane == 0) {
-                    rec[2 * u] = make_int4(b, h, i, nt); /* published by this arrival (release) */
+                    rec[2 * u] = make_int4(b, h, i, nt); /* published by the arrivals (release) */
                     rec[2 * u + 1] = make_int4(kv_len, 0, 0, 0);
-                    mbar_arrive(qfull0 + 8 * u);
                 }
+                mbar_arrive(qfull0 + 8 * u);
                 for (int t = 0; t < nt; ++t, ++kt) {
                     const int s = (int)(kt % STAGES);
                     const uint32_t ph = (kt / STAGES) & 1u;
-                    const int k0 = tlist[t] * 128;
-                    const uint32_t kdst = sb + CF::K_OFF + s * CF::TILE, vdst = sb + CF::V_OFF + s * CF::TILE;
+                    const int k0 = tl[t] * 128;
+                    const uint32_t kdst = sb + CF::K_OFF + s * CF::TILE;
                     if (lane == 0) {
                         mbar_wait(kempty0 + 8 * s, ph ^ 1u);
                         kmeta[s] = k0; /* read by the consumers before they release the stage */
@@ -238,41 +285,37 @@ __global__ void __launch_bounds__(384, 1)
 #pragma unroll
                         for (int pn = 0; pn < CF::PANELS; ++pn)
                             tma_load_4d(kdst + pn * CF::PANEL, &tmK, kfull0 + 8 * s, 64 * pn, k0, hk, b);
-                        mbar_wait(vempty0 + 8 * s, ph ^ 1u);
+                        if (!(OPT & ATTN_SPLIT)) mbar_wait(vempty0 + 8 * s, ph ^ 1u);
                     }
                     __syncwarp();
-                    /* Rows in [kv_len, seq_k) are the caller's memory past the key length: zero them in V. (Rows
-                       past seq_k come back as zeros from TMA; K needs nothing: S there is replaced by -inf.) */
-                    const bool cut = kv_len < p.seq_k && k0 + 128 > kv_len;
-                    if (!cut) {
-                        if (lane == 0) {
-                            mbar_arrive_expect_tx(vfull0 + 8 * s, CF::TILE);
-#pragma unroll
-                            for (int pn = 0; pn < CF::PANELS; ++pn)
-                                tma_load_4d(vdst + pn * CF::PANEL, &tmV, vfull0 + 8 * s, 64 * pn, k0, hk, b);
-                        }
-                    } else {
-                        if (lane == 0) {
-                            mbar_arrive_expect_tx(aux, CF::TILE);
-#pragma unroll
-                            for (int pn = 0; pn < CF::PANELS; ++pn)
-                                tma_load_4d(vdst + pn * CF::PANEL, &tmV, aux, 64 * pn, k0, hk, b);
-                        }
-                        mbar_wait(aux, aph);
-                        aph ^= 1u;
-                        const int r0 = kv_len - k0;     /* 1..127: rows r0..127 are zeroed       */
-                        const int per = (128 - r0) * 8; /* 16-byte pieces per panel (whole rows) */
-                        for (int x = lane; x < per * CF::PANELS; x += 32) {
-                            const int pn = x / per, rem = x - pn * per;
-                            const uint32_t a = vdst + pn * CF::PANEL + r0 * 128 + rem * 16;
-                            asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(a), "r"(0u) : "memory");
-                        }
-                        fence_proxy_async_smem(); /* the generic stores, before wgmma (async proxy) reads them */
-                        __syncwarp();
-                        if (lane == 0) mbar_arrive(vfull0 + 8 * s);
-                    }
+                    if (!(OPT & ATTN_SPLIT)) issue_v(s, k0, hk, b, kv_len);
                 }
-                item = PERSIST ? next : p.total;
+                item = next;
+            }
+        } else if ((OPT & ATTN_SPLIT) && warp == 1) {
+            /* V tiles: the item records as the consumers see them, the list buffer of the record */
+            uint32_t vt = 0;
+            for (uint32_t n = 0;; ++n) {
+                const uint32_t u = n & 1u;
+                mbar_wait(qfull0 + 8 * u, (n >> 1) & 1u);
+                const int4 r0 = stage_record_read(rec + 2 * u, lane);
+                const int4 r1 = stage_record_read(rec + 2 * u + 1, lane);
+                if (r0.w < 0) break;
+                const int b = r0.x, hk = r0.y / p.group, nt = r0.w, kv_len = r1.x;
+                const int *tl = tlist + u * CF::MAXT;
+                /* lane 0 reads the list (and releases record and list with its qempty arrival after the
+                   last read): one reading lane, ordered by its own arrival */
+                int jl = 0;
+                for (int t = 0; t < nt; ++t, ++vt) {
+                    const int s = (int)(vt % STAGES);
+                    const uint32_t ph = (vt / STAGES) & 1u;
+                    if (lane == 0) jl = tl[t];
+                    const int k0 = __shfl_sync(0xffffffffu, jl, 0) * 128;
+                    if (lane == 0) mbar_wait(vempty0 + 8 * s, ph ^ 1u);
+                    __syncwarp();
+                    issue_v(s, k0, hk, b, kv_len);
+                }
+                if (lane == 0) mbar_arrive(qempty0 + 8 * u); /* record u and its list read */
             }
         }
     } else {
@@ -345,9 +388,12 @@ __global__ void __launch_bounds__(384, 1)
                 for (int n = 0; n < 16; ++n) mx = fmaxf(mx, fmaxf(sa[4 * n + 2 * rr], sa[4 * n + 2 * rr + 1]));
                 mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
                 mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-                const float mnew = fmaxf(m[rr], mx * p.scale_log2);
+                const float mxs = mx * p.scale_log2;
+                /* LR: keep the reference max unless the tile's exceeds it by more than TH (-inf + TH = -inf) */
+                const float mnew = (OPT & ATTN_LR) ? (mxs > m[rr] + ATTN_LR_TH ? mxs : m[rr]) : fmaxf(m[rr], mxs);
                 const float muse = mnew == -INFINITY ? 0.0f : mnew; /* nothing visible yet: stays at 0 */
-                alpha[rr] = attn_exp2(m[rr] - muse);
+                if (OPT & ATTN_LR) alpha[rr] = mnew == m[rr] ? 1.0f : attn_exp2(m[rr] - muse);
+                else alpha[rr] = attn_exp2(m[rr] - muse);
                 m[rr] = mnew;
                 float rs = 0.0f;
 #pragma unroll
@@ -363,8 +409,11 @@ __global__ void __launch_bounds__(384, 1)
         };
         /* After the P·V GEMM that read pa has finished: O *= alpha, pa = P (16-bit). */
         auto rescale_pack = [&](const float *alpha) {
+            /* LR: warp-uniform skip when no row of the warp moved its max */
+            if (!(OPT & ATTN_LR) || __any_sync(0xffffffffu, alpha[0] != 1.0f || alpha[1] != 1.0f)) {
 #pragma unroll
-            for (int x = 0; x < D / 2; ++x) o[x] *= alpha[(x >> 1) & 1];
+                for (int x = 0; x < D / 2; ++x) o[x] *= alpha[(x >> 1) & 1];
+            }
 #pragma unroll
             for (int kk = 0; kk < 8; ++kk) {
                 pa[4 * kk + 0] = AttnOps<DT>::pack(sa[8 * kk + 0], sa[8 * kk + 1]);
@@ -382,6 +431,8 @@ __global__ void __launch_bounds__(384, 1)
         };
 
         uint32_t kt = 0; /* K/V tiles consumed so far */
+        /* XB: WG1's first turn of the CTA; afterwards every slot of either warpgroup opens the other's */
+        if ((OPT & ATTN_XB) && c == 1) named_bar_arrive(1, 256);
         int pend = -1;   /* Q buffer whose O store this warpgroup has issued but not yet seen read */
         for (uint32_t n = 0;; ++n) {
             const uint32_t u = n & 1u;
@@ -412,7 +463,7 @@ __global__ void __launch_bounds__(384, 1)
                    slot ends by opening the other's, except WG2's last (nobody waits for it). Slots: S_0;
                    S_t + PV_{t-1} for t = 1 .. nt-1; PV_{nt-1}. The loop is peeled so no wgmma sits on a
                    divergent path (ptxas serialises those). */
-                if (c == 1) named_bar_arrive(1, 256);
+                if (!(OPT & ATTN_XB) && c == 1) named_bar_arrive(1, 256);
                 float alpha[2];
                 int k0 = wait_k(kt);
                 named_bar_sync(bar_mine, 256);
@@ -444,7 +495,7 @@ __global__ void __launch_bounds__(384, 1)
                 named_bar_sync(bar_mine, 256);
                 wgmma_fence();
                 issue_pv(g_l);
-                if (c == 0) named_bar_arrive(bar_other, 256);
+                if ((OPT & ATTN_XB) || c == 0) named_bar_arrive(bar_other, 256);
                 pv_done();
                 release(vempty0, g_l);
                 kt += (uint32_t)nt;
@@ -490,6 +541,12 @@ __global__ void __launch_bounds__(384, 1)
                 bulk_commit();
             }
             pend = (int)u;
+        }
+        if (OPT & ATTN_XB) {
+            /* WG2's last arrival (after its last slot, or the first one if the CTA had no slots) is taken by
+               WG1 here; barrier 5 keeps WG2 resident until then */
+            if (c == 0) named_bar_sync(1, 256);
+            named_bar_sync(5, 256);
         }
         if (tw == 0) bulk_wait_read0(); /* the last staged tile is read before shared memory goes away */
     }

@@ -31,11 +31,18 @@ static bsk_status encode(CUtensorMap *map, const void *base, bsk_dtype t, cuuint
 {
     PFN_cuTensorMapEncodeTiled_v12000 fn = encode_fn();
     if (!fn) return BSK_ERR_UNSUPPORTED;
-    const cuuint32_t estr[3] = {1, 1, 1};
+    const cuuint32_t estr[5] = {1, 1, 1, 1, 1}; /* rank <= 5 */
     CUresult r = fn(map, tma_dtype(t), rank, (void *)base, dims, strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
                     swz, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
                     CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     return r == CUDA_SUCCESS ? BSK_SUCCESS : BSK_ERR_UNSUPPORTED;
+}
+
+bsk_status bsk_hopper_tmap_encode(CUtensorMap *map, const void *base, bsk_dtype t, uint32_t rank, const cuuint64_t *dims,
+                                  const cuuint64_t *strides, const cuuint32_t *box)
+{
+    if (rank < 1 || rank > 5) return BSK_ERR_UNSUPPORTED;
+    return encode(map, base, t, rank, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_128B);
 }
 
 bsk_status bsk_hopper_tmap_2d(CUtensorMap *map, const void *base, bsk_dtype t, uint64_t rows, uint64_t cols,

@@ -14,6 +14,11 @@
 bsk_status bsk_hopper_tmap_2d(CUtensorMap *map, const void *base, bsk_dtype t, uint64_t rows, uint64_t cols,
                               uint64_t ld, uint32_t box_rows, uint32_t box_cols);
 
+/* Any rank (1..5, e.g. the attention kernel's 4-D strided views): dims[0] innermost, strides[rank-1] in bytes
+   of dimensions 1.., box per dimension, 128-byte swizzled, zero-filled outside. */
+bsk_status bsk_hopper_tmap_encode(CUtensorMap *map, const void *base, bsk_dtype t, uint32_t rank, const cuuint64_t *dims,
+                                  const cuuint64_t *strides, const cuuint32_t *box);
+
 /* `count` contiguous row-major rows x cols matrices (BSR values: count = nnzb blocks) as a 3-D tensor
    [count][rows][cols], boxes of 1 x box_rows x box_cols, 128-byte swizzled. */
 bsk_status bsk_hopper_tmap_3d(CUtensorMap *map, const void *base, bsk_dtype t, uint64_t count, uint64_t rows,
