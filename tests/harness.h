@@ -54,6 +54,9 @@ float bsk_rng_sym(bsk_rng *r);                /* [-1, 1), never exactly 0 */
 int64_t bsk_rng_int(bsk_rng *r, int64_t lo, int64_t hi); /* [lo, hi] */
 /* The generator of the running test (seeded from the run seed and the test's name). */
 bsk_rng *bsk_test_rng(void);
+/* BSK_STRESS_SCALE=n (1..1000, default 1): the factor the random stress tests multiply their problem counts by
+   (the long tier, TESTING.md). */
+int bsk_test_stress_scale(void);
 
 
 /* A usable CUDA device: BSK_SUCCESS, BSK_ERR_NO_DEVICE, or another status (tests/util.c). NEED_GPU() skips

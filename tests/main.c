@@ -17,6 +17,12 @@ void bsk_test_register(const char *name, const char *file, bsk_test_fn fn)
 
 uint64_t bsk_test_seed(void) { return run_seed; }
 bsk_rng *bsk_test_rng(void) { return &test_rng; }
+int bsk_test_stress_scale(void)
+{
+    const char *e = getenv("BSK_STRESS_SCALE");
+    long v = e ? strtol(e, NULL, 10) : 1;
+    return v < 1 ? 1 : v > 1000 ? 1000 : (int)v;
+}
 
 void bsk_rng_init(bsk_rng *r, uint64_t seed) { r->s = seed ? seed : 0x9e3779b97f4a7c15ull; }
 uint64_t bsk_rng_next(bsk_rng *r)

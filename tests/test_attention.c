@@ -883,9 +883,7 @@ BSK_TEST(gpu_attn_stress_random)
 {
     bsk_context *ctx;
     if (!attn_gpu_ctx(&ctx)) SKIP("no CUDA device");
-    const char *e = getenv("BSK_STRESS_SCALE");
-    long scale = e ? strtol(e, NULL, 10) : 1;
-    int n = 60 * (int)(scale < 1 ? 1 : scale > 1000 ? 1000 : scale), passed = 0, fails = 0, hopper = 0;
+    int n = 60 * bsk_test_stress_scale(), passed = 0, fails = 0, hopper = 0;
     bsk_rng *r = bsk_test_rng();
     static const int32_t blocks[] = {16, 32, 64, 128, 128, 64, 128};
     static const int64_t dims[] = {64, 128, 64, 128, 32, 80};

@@ -436,18 +436,10 @@ static double now_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* BSK_STRESS_SCALE=n multiplies the problem counts of the stress tests (the long tier: TESTING.md). */
-static int stress_scale(void)
-{
-    const char *e = getenv("BSK_STRESS_SCALE");
-    long v = e ? strtol(e, NULL, 10) : 1;
-    return v < 1 ? 1 : v > 1000 ? 1000 : (int)v;
-}
-
 static void stress_body(bsk_test_ctx *t, int gpu, int tc, int nspmm, int nsddmm, int64_t maxdim)
 {
-    nspmm *= stress_scale();
-    nsddmm *= stress_scale();
+    nspmm *= bsk_test_stress_scale();
+    nsddmm *= bsk_test_stress_scale();
     bsk_context *ctx = NULL; /* one context for the whole loop */
     REQUIRE_OK(bsk_create(&ctx, gpu ? BSK_BACKEND_CUDA : BSK_BACKEND_CPU));
     kernel_seen ks = {{0}, {0}, 0}, kd = {{0}, {0}, 0};

@@ -305,12 +305,10 @@ __global__ void __launch_bounds__(384, 1)
                 const int *tl = tlist + u * CF::MAXT;
                 /* lane 0 reads the list (and releases record and list with its qempty arrival after the
                    last read): one reading lane, ordered by its own arrival */
-                int jl = 0;
                 for (int t = 0; t < nt; ++t, ++vt) {
                     const int s = (int)(vt % STAGES);
                     const uint32_t ph = (vt / STAGES) & 1u;
-                    if (lane == 0) jl = tl[t];
-                    const int k0 = __shfl_sync(0xffffffffu, jl, 0) * 128;
+                    const int k0 = stage_word_read(&tl[t], lane) * 128;
                     if (lane == 0) mbar_wait(vempty0 + 8 * s, ph ^ 1u);
                     __syncwarp();
                     issue_v(s, k0, hk, b, kv_len);
@@ -356,9 +354,7 @@ __global__ void __launch_bounds__(384, 1)
         /* K tile t has landed; its key start (read before the stage is released) */
         auto wait_k = [&](uint32_t t) -> int {
             mbar_wait(kfull0 + 8 * (t % STAGES), (t / STAGES) & 1u);
-            int k0 = 0; /* lane 0 reads it: the lane that later releases the stage (see stage_record_read) */
-            if (lane == 0) k0 = kmeta[t % STAGES];
-            return __shfl_sync(0xffffffffu, k0, 0);
+            return stage_word_read(&kmeta[t % STAGES], lane); /* lane 0: the lane that releases the stage */
         };
         auto wait_v = [&](uint32_t t) { mbar_wait(vfull0 + 8 * (t % STAGES), (t / STAGES) & 1u); };
         auto release = [&](uint32_t bar0, uint32_t t) {

@@ -62,11 +62,11 @@ __device__ __forceinline__ int4 stage_record_read(const int4 *rec, int lane)
     v.w = __shfl_sync(0xffffffffu, v.w, 0);
     return v;
 }
-/* The same for the record's flags word (.w) alone: the loads inside an item need only that. */
-__device__ __forceinline__ int stage_flags_read(const int4 *rec, int lane)
+/* The same for one word of such a record (the flags inside an item, a key start, a list entry). */
+__device__ __forceinline__ int stage_word_read(const int *p, int lane)
 {
     int w = 0;
-    if (lane == 0) w = rec->w;
+    if (lane == 0) w = *p;
     return __shfl_sync(0xffffffffu, w, 0);
 }
 

@@ -435,7 +435,7 @@ __global__ void __launch_bounds__(384, 1)
                 }
                 if (m.w & META_LAST) break;
                 mbar_wait(full0 + 8 * s, ph);
-                m.w = stage_flags_read(&meta[s], lane);
+                m.w = stage_word_read(&meta[s].w, lane);
             }
 #pragma unroll
             for (int i = 0; i < CF::NACC; ++i) reg_fence(acc[i]);

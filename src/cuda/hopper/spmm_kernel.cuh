@@ -663,7 +663,7 @@ __global__ void __launch_bounds__(384, 1)
                 if (++s == CF::STAGES) { s = 0; ph ^= 1; }
                 if (fl & META_LAST) break;
                 wait_full();
-                fl = stage_flags_read(&meta[s], lane);
+                fl = stage_word_read(&meta[s].w, lane);
             }
 #pragma unroll
             for (int i = 0; i < CF::WGN / 2; ++i) reg_fence(acc[i]);

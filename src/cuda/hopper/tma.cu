@@ -45,38 +45,41 @@ bsk_status bsk_hopper_tmap_encode(CUtensorMap *map, const void *base, bsk_dtype 
     return encode(map, base, t, rank, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_128B);
 }
 
+/* A row-major matrix (2-D) and `count` stacked matrices (3-D), with or without the 128-byte swizzle. */
+static bsk_status map_2d(CUtensorMap *map, const void *base, bsk_dtype t, uint64_t rows, uint64_t cols, uint64_t ld,
+                         uint32_t box_rows, uint32_t box_cols, CUtensorMapSwizzle swz)
+{
+    const cuuint64_t dims[2] = {cols, rows};
+    const cuuint64_t strides[1] = {ld * 2};
+    const cuuint32_t box[2] = {box_cols, box_rows};
+    return encode(map, base, t, 2, dims, strides, box, swz);
+}
+static bsk_status map_3d(CUtensorMap *map, const void *base, bsk_dtype t, uint64_t count, uint64_t rows, uint64_t cols,
+                         uint32_t box_rows, uint32_t box_cols, CUtensorMapSwizzle swz)
+{
+    const cuuint64_t dims[3] = {cols, rows, count};
+    const cuuint64_t strides[2] = {cols * 2, rows * cols * 2};
+    const cuuint32_t box[3] = {box_cols, box_rows, 1};
+    return encode(map, base, t, 3, dims, strides, box, swz);
+}
+
 bsk_status bsk_hopper_tmap_2d(CUtensorMap *map, const void *base, bsk_dtype t, uint64_t rows, uint64_t cols,
                               uint64_t ld, uint32_t box_rows, uint32_t box_cols)
 {
-    const cuuint64_t dims[2] = {cols, rows};
-    const cuuint64_t strides[1] = {ld * 2};
-    const cuuint32_t box[2] = {box_cols, box_rows};
-    return encode(map, base, t, 2, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_128B);
+    return map_2d(map, base, t, rows, cols, ld, box_rows, box_cols, CU_TENSOR_MAP_SWIZZLE_128B);
 }
-
 bsk_status bsk_hopper_tmap_3d(CUtensorMap *map, const void *base, bsk_dtype t, uint64_t count, uint64_t rows,
                               uint64_t cols, uint32_t box_rows, uint32_t box_cols)
 {
-    const cuuint64_t dims[3] = {cols, rows, count};
-    const cuuint64_t strides[2] = {cols * 2, rows * cols * 2};
-    const cuuint32_t box[3] = {box_cols, box_rows, 1};
-    return encode(map, base, t, 3, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_128B);
+    return map_3d(map, base, t, count, rows, cols, box_rows, box_cols, CU_TENSOR_MAP_SWIZZLE_128B);
 }
-
 bsk_status bsk_hopper_tmap_2d_plain(CUtensorMap *map, const void *base, bsk_dtype t, uint64_t rows, uint64_t cols,
                                     uint64_t ld, uint32_t box_rows, uint32_t box_cols)
 {
-    const cuuint64_t dims[2] = {cols, rows};
-    const cuuint64_t strides[1] = {ld * 2};
-    const cuuint32_t box[2] = {box_cols, box_rows};
-    return encode(map, base, t, 2, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_NONE);
+    return map_2d(map, base, t, rows, cols, ld, box_rows, box_cols, CU_TENSOR_MAP_SWIZZLE_NONE);
 }
-
 bsk_status bsk_hopper_tmap_3d_plain(CUtensorMap *map, const void *base, bsk_dtype t, uint64_t count, uint64_t rows,
                                     uint64_t cols, uint32_t box_rows, uint32_t box_cols)
 {
-    const cuuint64_t dims[3] = {cols, rows, count};
-    const cuuint64_t strides[2] = {cols * 2, rows * cols * 2};
-    const cuuint32_t box[3] = {box_cols, box_rows, 1};
-    return encode(map, base, t, 3, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_NONE);
+    return map_3d(map, base, t, count, rows, cols, box_rows, box_cols, CU_TENSOR_MAP_SWIZZLE_NONE);
 }
