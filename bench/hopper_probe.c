@@ -169,12 +169,14 @@ static void run_spmm(void *p)
 
 int main(int argc, char **argv)
 {
-    int quick = 0, variants = 0, cf32 = 0, ncu = 0;
+    int quick = 0, variants = 0, cf32 = 0, ncu = 0, d1 = 0, ring4 = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) quick = 1;
         else if (!strcmp(argv[i], "--variants")) variants = 1;
         else if (!strcmp(argv[i], "--cf32")) cf32 = 1;
         else if (!strcmp(argv[i], "--ncu")) ncu = 1; /* each kernel once, no checks: for a profiler run */
+        else if (!strcmp(argv[i], "--d1")) d1 = 1;
+        else if (!strcmp(argv[i], "--ring4")) ring4 = 1; /* 4 ring stages + two store rounds vs 3 + one */   /* add the full pattern (d = 1): the kernel as a dense GEMM */
         else if (!strcmp(argv[i], "--size") && i + 1 < argc) M_ = N_ = K_ = atoll(argv[++i]);
         else if (!strcmp(argv[i], "--iters") && i + 1 < argc) ITERS = atoi(argv[++i]);
     }
@@ -242,6 +244,7 @@ int main(int argc, char **argv)
         int bswap, epi, classes, cluster;
         int b64m, pf, maxc; /* tune: b64_mode, pf (lead in stages, -1 off), max_ctas */
         int clacq, l2h;     /* tune: cl_acq, l2hint */
+        int r4;             /* tune: ring4 */
     } cfg;
     cfg cfgs[64];
     int nc = 0;
@@ -277,6 +280,18 @@ int main(int argc, char **argv)
         ADD(.b = 128, .d = 0.10, .tag = "repeat");
         ADD(.b = 64, .d = 0.50, .tag = "repeat");
     }
+    if (ring4) { /* same-run A/B: 4 stages + two store rounds (r4 2) against 3 stages + one (r4 1), alternated */
+        const double dd[4] = {0.10, 0.25, 0.50, 1.0};
+        for (int bi = 0; bi < 2; bi++)
+            for (int di = 0; di < 4; di++)
+                for (int k = 0; k < 2; k++)
+                    ADD(.b = bi ? 64 : 128, .d = dd[di], .r4 = 2 - k, .tag = k ? "3 stages" : "4 stages, 2 rounds");
+    }
+    if (d1) { /* every block kept: what the mainloop does with no sparsity at all, same tile as cuBLAS-class GEMMs */
+        ADD(.b = 128, .d = 1.0, .tag = "full pattern");
+        ADD(.b = 64, .d = 1.0, .tag = "full pattern");
+        if (ncu) ADD(.b = 128, .d = 1.0, .tag = "ncu full pattern");
+    }
     if (cf32) {
         ADD(.b = 128, .d = 0.10, .c32 = 1, .tag = "C fp32");
         ADD(.b = 128, .d = 0.50, .c32 = 1, .tag = "C fp32");
@@ -306,6 +321,7 @@ int main(int argc, char **argv)
         bsk__hopper_tune.max_ctas = c.maxc;
         bsk__hopper_tune.cl_acq = c.clacq;
         bsk__hopper_tune.l2hint = c.l2h;
+        bsk__hopper_tune.ring4 = c.r4;
         bsk_dtype dt = c.bf ? BSK_BF16 : BSK_F16, ct = c.c32 ? BSK_F32 : dt;
         bsk_bsr hA, A;
         CS(bsk_bsr_random(M_, K_, c.b, c.b, c.d, c.skew ? BSK_PATTERN_SKEWED : BSK_PATTERN_UNIFORM, 1000 + ci, dt, &hA));

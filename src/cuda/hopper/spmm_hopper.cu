@@ -9,7 +9,7 @@ using namespace bsk_hopper;
 
 #include "tune.h"
 
-struct bsk_hopper_tune_s bsk__hopper_tune = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+struct bsk_hopper_tune_s bsk__hopper_tune = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
 
 /* Defaults decided by measurement (docs/hopper-spmm-notes.md): the 2-CTA cluster variant is correct but was
    measured 1.5x slower on an H100 (run 4), so it runs only when bsk__hopper_tune.cluster asks for it. */
@@ -19,9 +19,13 @@ static const int CLUSTER_DEFAULT = 0;
    (0: off). */
 static const int B64_PAIR_DEFAULT = 1;
 static const int PF_STAGES_DEFAULT = 0; /* run 5: the prefetches double the L2 requests; 1.7x slower at d = 0.5 */
+/* TMA-store epilogue configurations: 4 ring stages with the C tile staged in two rounds (1), or 3 stages with
+   the whole tile staged at once (0). Session 4 measures both (tune.ring4). */
+static const int RING4_DEFAULT = 1; /* session 4: b128 +4–7.5 %, paired b64 +2–3 % (same run) */
 
 typedef Cfg<128, 256, 4, false> Cfg128;        /* tile 128 x 256, 48 KB stages, direct epilogue                */
 typedef Cfg<128, 256, 3, true> Cfg128t;        /* the same, 3 stages + 64 KB staging for the TMA-store epilogue */
+typedef Cfg<128, 256, 4, true, 1, false, false, 2> Cfg128t4; /* 4 stages + 2 x 16 KB staging, two store rounds */
 typedef Cfg<128, 256, 3, true, 2> Cfg128tc;    /* Cfg128t in 2-CTA clusters, A multicast                       */
 typedef Cfg<128, 256, 4, false, 2> Cfg128c;    /* Cfg128 (4 stages, direct epilogue) in 2-CTA clusters          */
 typedef Cfg<64, 128, 5, false> Cfg64;          /* split: tile 64 x 256, 40 KB stages                            */
@@ -29,11 +33,14 @@ typedef Cfg<64, 128, 4, true> Cfg64t;          /* the same, 4 stages + 32 KB sta
 typedef Cfg<64, 256, 3, false> Cfg64w;         /* split: tile 64 x 512, 72 KB stages (experiment)               */
 typedef Cfg<64, 256, 4, false, 1, true> Cfg64p;  /* paired rows: tile 128 x 256, <= 48 KB stages, direct epilogue */
 typedef Cfg<64, 256, 3, true, 1, true> Cfg64pt;  /* the same, 3 stages + 64 KB staging                          */
+typedef Cfg<64, 256, 4, true, 1, true, false, 2> Cfg64pt4; /* the same, 4 stages + 2 x 16 KB staging          */
 /* op T (C = Aᵀ·B) through the transpose index: the b128 and paired-b64 shapes above with A read M-major */
 typedef Cfg<128, 256, 4, false, 1, false, true> Cfg128T;
 typedef Cfg<128, 256, 3, true, 1, false, true> Cfg128tT;
+typedef Cfg<128, 256, 4, true, 1, false, true, 2> Cfg128tT4;
 typedef Cfg<64, 256, 4, false, 1, true, true> Cfg64pT;
 typedef Cfg<64, 256, 3, true, 1, true, true> Cfg64ptT;
+typedef Cfg<64, 256, 4, true, 1, true, true, 2> Cfg64ptT4;
 
 template <class CF, int DT>
 static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, const bsk_bsr *A, const bsk_dense *B,
@@ -199,11 +206,18 @@ bsk_status bsk_hopper_spmm(bsk_context *ctx, bsk_op op, float alpha, const bsk_b
        chunks at the end of a row (measured: columns past N in the same chunk were overwritten), so N must
        be a multiple of 8 elements. */
     const int tma_epi = bsk__hopper_tune.epi == 0 && C->dtype != BSK_F32 && beta == 0.0f && C->cols % 8 == 0;
+    const int ring4 = bsk__hopper_tune.ring4 == 2 || (bsk__hopper_tune.ring4 == 0 && RING4_DEFAULT);
     bsk_status s;
     if (op == BSK_OP_T) {
         /* Aᵀ·B: the b128 and paired-b64 kernels over the transpose index (an empty pattern, which has no
            index, is left to the portable path: it only scales C) */
         if (A->nnzb == 0) return BSK_ERR_UNSUPPORTED;
+        if (b == 128 && tma_epi && ring4)
+            return bf ? launch<Cfg128tT4, BSK_BF16>(ctx, st, A, B, alpha, beta, C, "hopper-wgmma-b128t")
+                      : launch<Cfg128tT4, BSK_F16>(ctx, st, A, B, alpha, beta, C, "hopper-wgmma-b128t");
+        if (b == 64 && tma_epi && ring4)
+            return bf ? launch<Cfg64ptT4, BSK_BF16>(ctx, st, A, B, alpha, beta, C, "hopper-wgmma-b64pt")
+                      : launch<Cfg64ptT4, BSK_F16>(ctx, st, A, B, alpha, beta, C, "hopper-wgmma-b64pt");
         if (b == 128)
             return tma_epi ? (bf ? launch<Cfg128tT, BSK_BF16>(ctx, st, A, B, alpha, beta, C, "hopper-wgmma-b128t")
                                  : launch<Cfg128tT, BSK_F16>(ctx, st, A, B, alpha, beta, C, "hopper-wgmma-b128t"))
@@ -226,6 +240,9 @@ bsk_status bsk_hopper_spmm(bsk_context *ctx, bsk_op op, float alpha, const bsk_b
                    : launch<Cfg128tc, BSK_F16>(ctx, st, A, B, alpha, beta, C, "hopper-wgmma-b128x2");
             if (s != BSK_ERR_UNSUPPORTED) return s; /* else: no cluster fits; run unclustered */
         }
+        if (tma_epi && ring4)
+            return bf ? launch<Cfg128t4, BSK_BF16>(ctx, st, A, B, alpha, beta, C, "hopper-wgmma-b128")
+                      : launch<Cfg128t4, BSK_F16>(ctx, st, A, B, alpha, beta, C, "hopper-wgmma-b128");
         if (tma_epi)
             return bf ? launch<Cfg128t, BSK_BF16>(ctx, st, A, B, alpha, beta, C, "hopper-wgmma-b128")
                       : launch<Cfg128t, BSK_F16>(ctx, st, A, B, alpha, beta, C, "hopper-wgmma-b128");
@@ -237,6 +254,9 @@ bsk_status bsk_hopper_spmm(bsk_context *ctx, bsk_op op, float alpha, const bsk_b
                   : launch<Cfg64w, BSK_F16>(ctx, st, A, B, alpha, beta, C, "hopper-wgmma-b64");
     const int pair = bsk__hopper_tune.b64_mode == 2 || (bsk__hopper_tune.b64_mode == 0 && B64_PAIR_DEFAULT);
     if (pair) {
+        if (tma_epi && ring4)
+            return bf ? launch<Cfg64pt4, BSK_BF16>(ctx, st, A, B, alpha, beta, C, "hopper-wgmma-b64p")
+                      : launch<Cfg64pt4, BSK_F16>(ctx, st, A, B, alpha, beta, C, "hopper-wgmma-b64p");
         if (tma_epi)
             return bf ? launch<Cfg64pt, BSK_BF16>(ctx, st, A, B, alpha, beta, C, "hopper-wgmma-b64p")
                       : launch<Cfg64pt, BSK_F16>(ctx, st, A, B, alpha, beta, C, "hopper-wgmma-b64p");

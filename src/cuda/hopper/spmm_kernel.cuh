@@ -34,6 +34,7 @@
 #include <cuda_fp16.h>
 #include <cuda.h>
 #include <limits.h>
+#include <type_traits>
 #include "ptx.cuh"
 
 namespace bsk_hopper {
@@ -85,7 +86,8 @@ enum { META_SKIP0 = 1, META_SKIP1 = 2, META_SKIP = 3, META_END = 4, META_LAST = 
    a stored block read M-major: TMA loads it as 64 x 64 boxes (64 stored rows = 64 K of Aᵀ, 64 stored
    columns = 64 rows of Aᵀ), exactly the layout of a B panel, and wgmma reads it with trans-a = 1 and the
    B-panel descriptor (16 K rows = 2048 bytes per k16 step, 8-row groups 1024 bytes apart). */
-template <int BM_, int WGN_, int STAGES_, bool EPI_, int CLUSTER_ = 1, bool PAIR_ = false, bool TRANS_ = false>
+template <int BM_, int WGN_, int STAGES_, bool EPI_, int CLUSTER_ = 1, bool PAIR_ = false, bool TRANS_ = false,
+          int EPQ_ = 0>
 struct Cfg {
     static constexpr int BM = BM_;                   /* block size                                    */
     static constexpr int WGN = WGN_;                 /* wgmma N per consumer warpgroup               */
@@ -107,7 +109,12 @@ struct Cfg {
     static constexpr int STAGE_TX = A_BYTES + B_BYTES;
     static constexpr int A_OFF = 0;
     static constexpr int B_OFF = STAGES_ * A_BYTES;
-    static constexpr int C_WG_BYTES = 64 * WGN_ * 2; /* one consumer's staged part (16-bit C)        */
+    /* EPI: 64-column panels staged per round (0: all WGN / 64 at once). Fewer panels per round leave room
+       for a 4th ring stage at BM = 128 (4 x 48 KB + 2 x 16 KB staging fits in 227 KB); the rounds after the
+       first wait for the previous round's TMA store to have read the buffer. */
+    static constexpr int EPQ = EPQ_ > 0 ? EPQ_ : WGN_ / 64;
+    static_assert((WGN_ / 64) % EPQ == 0, "EPQ divides the consumer's panels");
+    static constexpr int C_WG_BYTES = 64 * 64 * 2 * EPQ; /* one consumer's staging buffer (16-bit C)  */
     static constexpr int C_OFF = B_OFF + STAGES_ * B_BYTES;
     static constexpr int BAR_OFF = C_OFF + (EPI_ ? 2 * C_WG_BYTES : 0);
     static constexpr int META_OFF = BAR_OFF + 2 * STAGES_ * 8;
@@ -292,8 +299,9 @@ __device__ __forceinline__ void store_tile(const float *acc, char *C, int64_t ld
 
 /* Stage this thread's accumulators (times alpha, converted) into the warpgroup's C buffer: panel j/8 (64
    columns, 8 KB), row rl (+8), 16-byte chunk (j%8) xor (row%8) — the TMA 128-byte swizzle, which also
-   keeps the 32 lanes of each store on 32 different banks. */
-template <int CT, int WGN>
+   keeps the 32 lanes of each store on 32 different banks. Only panels Q0 .. Q0 + NQ - 1, into buffer panels
+   0 .. NQ - 1 (a round of the epilogue). */
+template <int CT, int WGN, int Q0, int NQ>
 __device__ __forceinline__ void stage_tile(const float *acc, uint32_t cbuf, int rl, int lane, float alpha)
 {
 #pragma unroll
@@ -301,7 +309,7 @@ __device__ __forceinline__ void stage_tile(const float *acc, uint32_t cbuf, int 
         const int r = rl + 8 * h;
         const uint32_t rowa = cbuf + (uint32_t)r * 128u + 4u * (uint32_t)(lane & 3);
 #pragma unroll
-        for (int j = 0; j < WGN / 8; ++j) {
+        for (int j = 8 * Q0; j < 8 * (Q0 + NQ); ++j) {
             const float a = alpha * acc[4 * j + 2 * h], b = alpha * acc[4 * j + 2 * h + 1];
             uint32_t v;
             if (CT == BSK_F16) {
@@ -311,7 +319,7 @@ __device__ __forceinline__ void stage_tile(const float *acc, uint32_t cbuf, int 
                 __nv_bfloat162 hv = __floats2bfloat162_rn(a, b);
                 v = *(uint32_t *)&hv;
             }
-            const uint32_t addr = rowa + (uint32_t)(j >> 3) * 8192u + ((uint32_t)((j & 7) ^ (r & 7)) << 4);
+            const uint32_t addr = rowa + (uint32_t)((j >> 3) - Q0) * 8192u + ((uint32_t)((j & 7) ^ (r & 7)) << 4);
             asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
         }
     }
@@ -677,28 +685,35 @@ __global__ void __launch_bounds__(384, 1)
                    reused only after the previous item's store has read it. */
                 const int tw = threadIdx.x & 127;
                 const uint32_t cbuf = sbase + CF::C_OFF + (uint32_t)c * CF::C_WG_BYTES;
-                if (tw == 0) bulk_wait_read0();
-                named_bar_sync(1 + c, 128);
                 const int rl = 16 * warp + (lane >> 2);
-                if (p.ctype == BSK_F16)
-                    stage_tile<BSK_F16, CF::WGN>(acc, cbuf, rl, lane, p.alpha);
-                else
-                    stage_tile<BSK_BF16, CF::WGN>(acc, cbuf, rl, lane, p.alpha);
-                fence_proxy_async_smem();
-                named_bar_sync(1 + c, 128);
-                if (tw == 0 && wc0 < p.N && wr0 < p.M) {
-                    if (p.l2hint) {
-                        const uint64_t pol_c = l2_policy_evict_first();
+                /* one round: stage panels Q0 .. Q0 + EPQ - 1, then one thread stores them */
+                auto round = [&](auto q0c) {
+                    constexpr int Q0 = decltype(q0c)::value;
+                    if (tw == 0) bulk_wait_read0();
+                    named_bar_sync(1 + c, 128);
+                    if (p.ctype == BSK_F16)
+                        stage_tile<BSK_F16, CF::WGN, Q0, CF::EPQ>(acc, cbuf, rl, lane, p.alpha);
+                    else
+                        stage_tile<BSK_BF16, CF::WGN, Q0, CF::EPQ>(acc, cbuf, rl, lane, p.alpha);
+                    fence_proxy_async_smem();
+                    named_bar_sync(1 + c, 128);
+                    if (tw == 0 && wc0 + 64 * Q0 < p.N && wr0 < p.M) {
+                        if (p.l2hint) {
+                            const uint64_t pol_c = l2_policy_evict_first();
 #pragma unroll
-                        for (int q = 0; q < CF::WGN / 64; ++q)
-                            tma_store_2d_hint(&tmC, cbuf + q * 8192, wc0 + 64 * q, (int)wr0, pol_c);
-                    } else {
+                            for (int q = 0; q < CF::EPQ; ++q)
+                                tma_store_2d_hint(&tmC, cbuf + q * 8192, wc0 + 64 * (Q0 + q), (int)wr0, pol_c);
+                        } else {
 #pragma unroll
-                        for (int q = 0; q < CF::WGN / 64; ++q)
-                            tma_store_2d(&tmC, cbuf + q * 8192, wc0 + 64 * q, (int)wr0);
+                            for (int q = 0; q < CF::EPQ; ++q)
+                                tma_store_2d(&tmC, cbuf + q * 8192, wc0 + 64 * (Q0 + q), (int)wr0);
+                        }
                     }
-                }
-                if (tw == 0) bulk_commit();
+                    if (tw == 0) bulk_commit();
+                };
+                round(std::integral_constant<int, 0>());
+                if constexpr (CF::EPQ < CF::WGN / 64) round(std::integral_constant<int, CF::EPQ>());
+                static_assert(CF::EPQ * 2 >= CF::WGN / 64, "at most two rounds");
             } else {
                 const bool full = wr0 + 64 <= p.M && wc0 + CF::WGN <= p.N;
                 const int64_t r0 = wr0 + 16 * warp + (lane >> 2);
