@@ -1,15 +1,19 @@
 #!/bin/bash
 # gate_probe.sh — one device run for the top-k block gate (src/cuda/attention/topk.cu, issue 7): build (sm_90a
-# only), the gate / attention tests, a probe timing the gate's kernel choices at B=4 H=16 S=8192 D=128 bf16,
-# block 128 (L2 flushed before every call, CUDA events, median) with a read-bandwidth floor measured in the
-# same run, an Nsight Compute pass for per-kernel times, `bsk attention --dims 128,64` (gate share of
-# the attention), compute-sanitizer memcheck on the GPU gate tests; a summary last. Logs in $OUT.
+# only), the gate tests (`bsk_tests topk`), a probe timing the gate's kernel choices at B=4 H=16 S=8192 D=128
+# and D=64 bf16, block 128 (L2 flushed before every call, CUDA events, median) with a read-bandwidth floor
+# measured in the same run, an Nsight Compute pass over the select kernels (new warp select and the session-3
+# tiled select: duration, occupancy, warp stall reasons, per-instruction samples in $OUT/ncu_source*.csv),
+# compute-sanitizer memcheck on the GPU gate tests, `bsk attention` (gate share of the attention); a summary
+# last. Logs in $OUT.
 # Usage (device machine, repo root): bench/gate_probe.sh
-#   GATE_BUILD=dir (default build-gate); GATE_TESTS=0, GATE_NCU=0, GATE_BENCH=0, GATE_SAN=0 skip those steps.
+#   GATE_BUILD=dir (default build-gate); GATE_TESTS=0, GATE_NCU=0, GATE_BENCH=0, GATE_SAN=0 skip those steps;
+#   GATE_BENCH_ARGS (default: --dims 128,64 --densities 0.10,0.25,0.50 --iters 5).
 set -o pipefail
 B=${GATE_BUILD:-build-gate}
 OUT=${OUT:-/tmp/gate_out}
-mkdir -p "$OUT"
+SCR=${GATE_SCRATCH:-/tmp/gate_scratch} # bulky or secondary outputs (ncu report, JSON): the device returns few files
+mkdir -p "$OUT" "$SCR"
 CUDA_HOME=${CUDA_HOME:-$(dirname "$(dirname "$(command -v nvcc)")")}
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw,temperature.gpu --format=csv,noheader
 t0=$(date +%s)
@@ -68,11 +72,12 @@ int main(int argc, char **argv)
         printf("floor: d2d copy %.1f MB: %.3f ms = %.2f TB/s (read+write); reading Q and K (%.1f MB) at that rate: %.1f us\n",
                bytes / 1e6, ms[iters / 2], bw, 2.0 * bytes / 1e6, 2.0 * bytes / (bw * 1e12) * 1e6);
     }
-    const int variants[] = {0, 3, 4, 1, 2};
-    const char *names[] = {"new (fast pool, tiled select, PDL)", "old (generic pool x2, per-block select)",
-                           "new without PDL", "generic pool x2 + tiled select", "fast pool + per-block select"};
-    int nvar = ncu ? 2 : 5;
-    for (int dd = 0; dd < (ncu ? 1 : 2); dd++)
+    /* ncu: the two selects once each per config (no warm-up call, so one profiled launch per select) */
+    const int variants[] = {0, 8, 4, 3};
+    const char *names[] = {"new: fast pool + warp select + PDL", "session 3: fast pool + tiled select + PDL",
+                           "new without PDL", "session 2: generic pool x2 + per-block sel"};
+    int nvar = ncu ? 2 : 4;
+    for (int dd = 0; dd < 2; dd++)
     for (int causal = 0; causal < 2; causal++) {
         const int64_t Dd = dd ? 64 : D; /* D=64: the same buffers viewed with half the head dim */
         int32_t *ref = NULL;
@@ -85,7 +90,7 @@ int main(int argc, char **argv)
             bsk_attn_layout L;
             if (bsk_attn_layout_alloc(S, S, bs, bs, (int32_t)Bt, (int32_t)H, p.top_k, BSK_MEM_DEVICE, &L)) { printf("alloc\n"); return 1; }
             bsk__topk_variant = variants[vi];
-            bsk_status st = bsk_topk_block_layout(ctx, &p, &L); /* warm-up */
+            bsk_status st = ncu ? BSK_SUCCESS : bsk_topk_block_layout(ctx, &p, &L); /* warm-up */
             for (int i = 0; i < iters && !st; i++) {
                 CK(cudaMemsetAsync(flush, i, flush_bytes, s)); CK(cudaEventRecord(e0, s));
                 st = bsk_topk_block_layout(ctx, &p, &L);
@@ -130,29 +135,37 @@ cc -std=c11 -O2 -Wall -Iinclude -I"$CUDA_HOME/include" /tmp/gate_probe.c -o $B/b
 echo "build: $(( $(date +%s) - t0 )) s"
 res_tests="not run"; res_mem="not run"; res_bench="not run"; res_ncu="not run"; hung=0
 if [ "${GATE_TESTS:-1}" = 1 ]; then
-    timeout ${GATE_TEST_TIMEOUT:-150} $B/bin/bsk_tests attn > "$OUT/tests.log" 2>&1
+    timeout ${GATE_TEST_TIMEOUT:-90} $B/bin/bsk_tests topk > "$OUT/tests.log" 2>&1
     rc=$?
     grep -v "^ok " "$OUT/tests.log" | head -30
     res_tests="rc=$rc $(tail -1 "$OUT/tests.log")"
     if [ $rc = 124 ]; then echo "tests: TIMED OUT (hang?)"; hung=1; fi
     echo "tests: $(( $(date +%s) - t0 )) s"
 fi
-[ $hung = 0 ] && timeout 90 $B/bin/gate_probe > "$OUT/probe.log" 2>&1
+[ $hung = 0 ] && timeout 60 $B/bin/gate_probe > "$OUT/probe.log" 2>&1
 res_probe="rc=$?"
 echo "probe: $(( $(date +%s) - t0 )) s"
 if [ "${GATE_NCU:-1}" = 1 ] && [ $hung = 0 ]; then
     NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
     if [ -n "$NCU" ]; then
         timeout ${GATE_NCU_TIMEOUT:-90} "$NCU" --clock-control none --cache-control all \
+            --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
+            --section SourceCounters --section MemoryWorkloadAnalysis \
             --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,sm__warps_active.avg.pct_of_peak_sustained_active,launch__registers_per_thread,launch__occupancy_limit_registers \
-            -k regex:'pool|select|project' $B/bin/gate_probe --ncu > "$OUT/ncu.log" 2>&1
+            -k regex:'select' -f -o "$SCR/select" $B/bin/gate_probe --ncu > "$SCR/ncu_run.log" 2>&1
         res_ncu="rc=$?"
+        "$NCU" -i "$SCR/select.ncu-rep" --page details > "$OUT/ncu.log" 2>&1
+        "$NCU" -i "$SCR/select.ncu-rep" --page raw --csv > "$OUT/ncu_raw.csv" 2>&1
+        for k in ${GATE_NCU_SOURCE:-select_warp}; do # per-instruction samples of the first launch of each kernel named
+            "$NCU" -i "$SCR/select.ncu-rep" --page source --csv --print-source sass -k regex:$k --launch-count 1 \
+                > "$OUT/ncu_source_$k.csv" 2>&1
+        done
     fi
     echo "ncu: $(( $(date +%s) - t0 )) s"
 fi
 if [ "${GATE_BENCH:-1}" = 1 ] && [ $hung = 0 ]; then
-    timeout ${GATE_BENCH_TIMEOUT:-120} $B/bin/bsk attention --dims 128,64 --iters 10 --json "$OUT/attention_gate.json" \
-        > "$OUT/bench.log" 2>&1
+    timeout ${GATE_BENCH_TIMEOUT:-120} $B/bin/bsk attention ${GATE_BENCH_ARGS:---dims 128,64 --densities 0.10,0.25,0.50 --iters 5} \
+        --json "$SCR/attention_gate.json" > "$OUT/bench.log" 2>&1
     res_bench="rc=$?"
     echo "bench: $(( $(date +%s) - t0 )) s"
 fi
@@ -167,7 +180,7 @@ echo "tests:    $res_tests"
 echo "memcheck: $res_mem"
 echo "probe:    $res_probe   ncu: $res_ncu   bench: $res_bench"
 grep -v "^$" "$OUT/probe.log" | cut -c1-200
-# ncu: one line per kernel launch (name, duration, DRAM bytes read, DRAM throughput)
+# ncu: one line per select launch (name, grid, duration, DRAM bytes read, occupancy), then the stall reasons
 awk '/^  .*\) \([0-9, ]*\)x\(.*Context/{n=$0; sub(/^ *(void )?(<unnamed>::)?/,"",n); sub(/\(.*/,"",n);
         g=$0; sub(/.*\) \(/,"(",g); sub(/, Context.*/,"",g); gsub(/ /,"",g); printf "\n%-24s %-18s", n, g}
      /gpu__time_duration.sum/{printf " %s %s", $NF, $(NF-1)}
@@ -176,3 +189,4 @@ awk '/^  .*\) \([0-9, ]*\)x\(.*Context/{n=$0; sub(/^ *(void )?(<unnamed>::)?/,""
      /launch__registers_per_thread/{printf " | regs %s", $NF}
      /sm__warps_active/{printf " | occ %s%%", $NF}' "$OUT/ncu.log" 2>/dev/null; echo
 grep "gate" "$OUT/bench.log" 2>/dev/null | cut -c1-160
+grep -E "^  [a-z_]+.*select.*\(|Warp Cycles Per Issued|Achieved Occupancy|Duration  |Registers Per Thread|No Eligible|Issued Warp Per Scheduler" "$OUT/ncu.log" 2>/dev/null | sed 's/  */ /g' | cut -c1-150

@@ -1,9 +1,12 @@
 /* test_topk_gpu.c — the GPU top-k gate's paths (src/cuda/attention/topk.cu) against the CPU gate, which
    tests/test_attention.c checks against a float64 brute force. The GPU must select bit-identical layouts on
    every path: the fast pool (16-bit dtypes, aligned rows, Q and K in one launch, one or several 16-row load
-   bursts per thread), the generic pool (misaligned strides, f32), the tiled select (query-block tiles of 8,
-   key chunks of 64, partial tiles and chunks, odd score lengths) and the one-CTA-per-query-block select (key-block counts whose
-   scores do not fit in shared memory); exact ties must go to the lower block on both. */
+   bursts per thread), the generic pool (misaligned strides, f32), and each select, run on every case through
+   the bsk__topk_variant hook: the warp select (nb <= 512: 2, 4, 8 or 16 key blocks per lane; arg-max rounds,
+   mirrored rounds when more than half the candidates are kept, keep-all; key chunks of 64 and score-element
+   chunks of 64 with partial tails, odd score lengths), the tiled select (the default above nb = 512) and the
+   one-CTA-per-query-block select (key-block counts whose scores do not fit in shared memory); exact ties must
+   go to the lower block on all of them. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,7 +48,24 @@ static const topk_case topk_cases[] = {
     {1, 2, 2, 1024, 2048, 64, 128, 64, 5, 0, 0, 0, 0, 0, 0, 0, 1, BSK_BF16},
     /* exact ties with the large-nb select */
     {1, 1, 1, 32, 7000, 8, 16, 2, 11, 0, 1, 1, 1, 0, 0, 1, 1, BSK_F16},
+    /* warp select, 16 key blocks per lane (nb = 300), top_k 200 causal: early rows keep every candidate, middle
+       rows take arg-max rounds, late rows the mirrored rounds; GQA, kv_lens, both forced blocks */
+    {1, 2, 1, 2400, 2400, 64, 8, 8, 200, 1, 1, 1, 1, 0, 0, 0, 0, BSK_BF16},
+    /* 8 per lane (nb = 130), top_k = nb: every candidate kept; D=128: two score-element chunks */
+    {1, 2, 2, 100, 2080, 128, 10, 16, 130, 0, 0, 1, 0, 0, 0, 0, 0, BSK_F16},
+    /* exact ties with the mirrored rounds (top_k 40 of 64): the lowest 40 blocks win */
+    {1, 2, 2, 256, 2048, 32, 32, 32, 40, 0, 0, 0, 0, 0, 0, 0, 1, BSK_BF16},
+    /* 4 per lane (nb = 100), projection width 70: element chunks of 64 and 6; block sizes 37 / 20 */
+    {2, 2, 1, 333, 2000, 64, 37, 20, 9, 1, 1, 1, 1, 70, 0, 0, 0, BSK_F16},
+    /* D = 512 (8 element chunks), nb = 40, [b, h, s, d] */
+    {1, 2, 2, 300, 2560, 512, 64, 64, 6, 0, 1, 1, 0, 0, 0, 1, 0, BSK_F16},
 };
+
+/* topk.cu's benchmark / test hook: 0 the default choice, 8 the tiled select instead of the warp select, 2 the
+   one-CTA-per-query-block select. Weak here so that a build without CUDA (no topk.cu; these tests skip) links;
+   topk.cu's definition wins where it exists. */
+__attribute__((weak)) int bsk__topk_variant = 0;
+static const int topk_variants[] = {0, 8, 2};
 
 typedef struct topk_buf {
     bsk_attn_tensor t;
@@ -142,39 +162,46 @@ BSK_TEST(gpu_attn_topk_paths_match_cpu)
             dwq.mem = dwk.mem = BSK_MEM_DEVICE;
             dp.w_q = &dwq; dp.w_k = &dwk;
         }
-        REQUIRE(dp.q.data && dp.k.data && topk_poison(&D) == 0);
-        CHECK_STATUS(bsk_topk_block_layout(ctx, &dp, &D), BSK_SUCCESS);
-        CHECK(strcmp(bsk_last_kernel(ctx), "cuda-topk") == 0);
-        CHECK_STATUS(bsk_synchronize(ctx), BSK_SUCCESS);
-        REQUIRE_OK(bsk_attn_layout_clone(&D, BSK_MEM_HOST, &back));
-        CHECK_STATUS(bsk_attn_layout_validate(&back), BSK_SUCCESS);
-        int64_t rows = bsk__attn_layout_rows(&H), diff = 0, kept = 0;
-        for (int64_t x = 0; x < rows; x++) {
-            if (H.full_count[x] != back.full_count[x] || H.part_count[x] != back.part_count[x]) { diff++; continue; }
-            kept += H.full_count[x] + H.part_count[x];
-            for (int32_t a = 0; a < H.full_count[x]; a++) diff += H.full_idx[x * cap + a] != back.full_idx[x * cap + a];
-            for (int32_t a = 0; a < H.part_count[x]; a++) diff += H.part_idx[x * cap + a] != back.part_idx[x * cap + a];
-        }
-        if (diff) fprintf(stderr, "  topk case %zu: %lld differences GPU vs CPU\n", ci, (long long)diff);
-        CHECK(diff == 0);
-        CHECK(kept > 0);
-        if (c->ties && !c->causal && !c->kv_lens && !c->keep_diag && !c->keep_first) {
-            /* every full key block ties exactly: each query block keeps blocks 0 .. top_k-1 (the last, partial
-               key block has another mean and may rank anywhere) */
-            int64_t bad = 0, full_nb = c->SK / c->bk;
+        REQUIRE(dp.q.data && dp.k.data);
+        for (size_t vi = 0; vi < sizeof topk_variants / sizeof topk_variants[0]; vi++) {
+            CHECK(topk_poison(&D) == 0);
+            bsk__topk_variant = topk_variants[vi];
+            CHECK_STATUS(bsk_topk_block_layout(ctx, &dp, &D), BSK_SUCCESS);
+            bsk__topk_variant = 0;
+            CHECK(strcmp(bsk_last_kernel(ctx), "cuda-topk") == 0);
+            CHECK_STATUS(bsk_synchronize(ctx), BSK_SUCCESS);
+            if (bsk_attn_layout_clone(&D, BSK_MEM_HOST, &back) != BSK_SUCCESS) { CHECK(0); continue; }
+            CHECK_STATUS(bsk_attn_layout_validate(&back), BSK_SUCCESS);
+            int64_t rows = bsk__attn_layout_rows(&H), diff = 0, kept = 0;
             for (int64_t x = 0; x < rows; x++) {
-                int32_t nf = back.full_count[x], np = back.part_count[x], want = (int32_t)cap;
-                if (full_nb < nb) want--; /* leave room for the partial block either way */
-                int32_t low = 0;
-                for (int32_t a = 0; a < nf; a++) low += back.full_idx[x * cap + a] < want;
-                for (int32_t a = 0; a < np; a++) low += back.part_idx[x * cap + a] < want;
-                if (low < want) bad++;
+                if (H.full_count[x] != back.full_count[x] || H.part_count[x] != back.part_count[x]) { diff++; continue; }
+                kept += H.full_count[x] + H.part_count[x];
+                for (int32_t a = 0; a < H.full_count[x]; a++) diff += H.full_idx[x * cap + a] != back.full_idx[x * cap + a];
+                for (int32_t a = 0; a < H.part_count[x]; a++) diff += H.part_idx[x * cap + a] != back.part_idx[x * cap + a];
             }
-            CHECK(bad == 0);
+            if (diff)
+                fprintf(stderr, "  topk case %zu variant %d: %lld differences GPU vs CPU\n", ci, topk_variants[vi], (long long)diff);
+            CHECK(diff == 0);
+            CHECK(kept > 0);
+            if (c->ties && !c->causal && !c->kv_lens && !c->keep_diag && !c->keep_first) {
+                /* every full key block ties exactly: each query block keeps blocks 0 .. top_k-1 (the last, partial
+                   key block has another mean and may rank anywhere) */
+                int64_t bad = 0, full_nb = c->SK / c->bk;
+                for (int64_t x = 0; x < rows; x++) {
+                    int32_t nf = back.full_count[x], np = back.part_count[x], want = (int32_t)cap;
+                    if (full_nb < nb) want--; /* leave room for the partial block either way */
+                    int32_t low = 0;
+                    for (int32_t a = 0; a < nf; a++) low += back.full_idx[x * cap + a] < want;
+                    for (int32_t a = 0; a < np; a++) low += back.part_idx[x * cap + a] < want;
+                    if (low < want) bad++;
+                }
+                CHECK(bad == 0);
+            }
+            bsk_attn_layout_free(&back);
         }
         bsk_cuda_free(dp.q.data); bsk_cuda_free(dp.k.data); bsk_cuda_free((void *)dp.kv_lens);
         if (c->proj) { bsk_cuda_free(dwq.data); bsk_cuda_free(dwk.data); bsk_test_dense_free(&wq); bsk_test_dense_free(&wk); }
-        bsk_attn_layout_free(&H); bsk_attn_layout_free(&D); bsk_attn_layout_free(&back);
+        bsk_attn_layout_free(&H); bsk_attn_layout_free(&D);
         free(q.host); free(k.host); free(lens);
     }
     bsk_destroy(cpu);

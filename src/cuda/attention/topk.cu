@@ -7,15 +7,17 @@
      2. project (optional): pooled · W in fp64 with fma, d in order;
      3. select: one CTA per (batch, head, 16 query blocks) stages the pooled query vectors and 64 key vectors
         at a time in shared memory (each key vector read from L2 once per 16 query blocks), scores every
-        candidate key block (fp64 fma chains in order, 4 query blocks per thread), ranks them (higher first,
-        ties to the lower block), and one warp per query block compacts the kept blocks in ascending order
-        into the full / partial lists of the layout; on sm_90 it is launched as a programmatic dependent of
-        the kernel before it. Key-block counts whose scores do not fit in shared memory take a
-        one-CTA-per-query-block kernel with the same arithmetic.
+        candidate key block (fp64 fma chains in order), keeps the top ones (higher first, ties to the lower
+        block), and one warp per query block compacts the kept blocks in ascending order into the full /
+        partial lists of the layout; on sm_90 it is launched as a programmatic dependent of the kernel before
+        it. nb <= 512: the warp select (a query block's scores in one warp's registers, top-k by warp arg-max
+        rounds); larger nb: the tiled select (rank by counting in shared memory); key-block counts whose scores
+        do not fit in shared memory: a one-CTA-per-query-block kernel with the same arithmetic.
    The fixed summation orders make the result identical to the CPU gate (src/attention/topk_cpu.c) on every
    path (the CPU follows the pooling order of the pool kernels and the fma chain of the select). */
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
+#include <limits.h>
 #include <stdint.h>
 #include "../cuda_internal.h"
 #include "../../attention/attention_internal.h"
@@ -271,8 +273,9 @@ __global__ void __launch_bounds__(128) select_kernel(const SelArgs a)
    query block feed 8 fma, about 1 shared-memory wavefront per 32 fma (3 with one score per thread). Each score
    is still one fp64 fma chain over e in order — the chain of select_kernel and the CPU — and forcing, ranking
    and compaction follow the same rules, so every path selects the same tiles. Measured (H100, B=4 H=16
-   S=8192): 44.6 us, as long as the one-score-per-thread version and independent of P and of causal, so the
-   scoring is not the cost; the O(nb^2) ranking in shared memory is the suspect (docs/attention-notes.md, Gate). */
+   S=8192): 44.6 us, as long as the one-score-per-thread version and independent of P and of causal: the
+   O(nb^2) ranking in shared memory is the cost (confirmed by ncu's source counters: see the warp select below,
+   which replaces this kernel for nb <= 512). */
 #define SEL_QT 16
 #define SEL_KC 64
 #define SEL_RPT 4 /* query blocks per thread */
@@ -402,6 +405,228 @@ __global__ void __launch_bounds__(SEL_THREADS) select_tiled_kernel(const SelArgs
     }
 }
 
+/* Warp select (issue 7's rework of the tiled select; key-block counts nb <= 512). One CTA (256 threads, 8 warps)
+   per (batch, head, WS_QT = 16 consecutive query blocks), in two phases:
+   - scores: a 16 x 64 tile of S = Qpool · Kpoolᵀ per chunk of 64 key blocks, the score elements e in chunks of
+     WS_EC = 64 staged transposed in shared memory (qT[e][16 query blocks], kT[e][64 key blocks]) from registers
+     loaded one chunk ahead (the next chunk's global loads are in flight during the current chunk's fma). Warps
+     0..3 (one per SM sub-partition) score, lane (lq, lk) of warp w a 4 x 2 block: query blocks 4 lq .. +3 and key
+     blocks 16 w + 2 lk, +1; per e two double2 reads of query values (one address per quarter warp) and one of key
+     values (128 contiguous bytes per quarter warp) feed 8 DFMA. Each score is one fp64 fma chain over e in order:
+     the chain of every other path and of the CPU gate.
+   - selection: warp w takes query blocks w and w + 8; lane l holds the scores of key blocks l + 32 t (t < KPL)
+     in registers as 64-bit order keys. Forced blocks are kept; of the other candidates it keeps the `room` best
+     (higher score first, ties to the lower block: the CPU gate's rank order) by `room` rounds of a warp arg-max
+     (three 32-bit warp reductions per round), or, when room > half the candidates, drops the worst by the
+     mirrored rounds — at most nb / 2 rounds. The kept bits are compacted in ascending order into the full /
+     partial lists as write_row does.
+   What the tiled select cost (ncu, H100, B=4 H=16 S=8192 D=128, 45 us = 88.9 K cycles, 20.8 M warp
+   instructions): its per-candidate count over all key blocks in shared memory was 54 % of the stall samples and
+   62 % of the instructions (two dependent shared loads and a branch per comparison, each warp running until its
+   slowest lane finished), the integer division x / P of its staging loop 16 %, the scoring 12 %. The first warp
+   select (run 1: 2 x 2 blocks on all 8 warps, per-load 64-bit address arithmetic) took 17.6 us: 6.4 M
+   instructions (a third of them address arithmetic of the staging loads), shared-memory wavefronts at ~1.5 per
+   double2 read (4 wavefronts per 4 DFMA: the scoring bound by shared memory, fp64 pipe 12 % busy). This version
+   (run 2): 15.6 us (D=64: 11.8), 5.2 M instructions; stall samples: scoring 39 % (warps 0..3 waiting on their
+   shared loads, warps 4..7 at the barrier), staging 19 % (global-load latency), selection and compaction 30 %.
+   Next: deeper load pipelining in the scoring loop, 32-bit per-row candidate bounds in the selection. */
+#define WS_QT 16
+#define WS_KC 64
+#define WS_EC 64
+#define WS_QS (WS_QT + 2) /* 144-byte rows: 16-byte aligned double2 reads, 2-way bank conflict on the staging store */
+#define WS_KS (WS_KC + 2)
+#define WS_THREADS 256
+#define WS_KL ((WS_KC * WS_EC) / WS_THREADS) /* key elements each thread stages per chunk: 16 */
+#define WS_QL ((WS_QT * WS_EC) / WS_THREADS) /* query elements: 4 */
+
+size_t select_warp_smem(int kpl)
+{
+    return ((size_t)WS_EC * (WS_KS + WS_QS) + (size_t)WS_QT * 32 * (size_t)kpl) * sizeof(double);
+}
+
+/* Chunk n = (key chunk n / ne, element chunk n % ne) of the CTA's key and query vectors into registers: thread t
+   takes element x = u * 256 + t of the chunk (x / 64 the key or query block, x % 64 the element), so a warp reads
+   256 contiguous bytes of one vector; out-of-range entries are 0 (never used for a kept score). Every load is
+   one offset from a per-chunk base (rows 4 apart): run 1 spent a third of the kernel's instructions on 64-bit
+   address arithmetic per load. */
+__device__ __forceinline__ void ws_fetch(const double *kbase, const double *qbase, int nb, int nrow, int P, int n,
+                                         int ne, double *kr, double *qr)
+{
+    const int c0 = (n / ne) * WS_KC, e0 = (n % ne) * WS_EC, e = (int)threadIdx.x & (WS_EC - 1);
+    const int r = (int)threadIdx.x / WS_EC; /* first row: r, then r + 4, r + 8, ... */
+    const bool eok = e0 + e < P;
+    const int64_t step = (int64_t)(WS_THREADS / WS_EC) * P;
+    const double *kp = kbase + ((int64_t)(c0 + r) * P + e0 + e), *qp = qbase + ((int64_t)r * P + e0 + e);
+#pragma unroll
+    for (int u = 0; u < WS_KL; u++) {
+        kr[u] = eok && c0 + r + u * (WS_THREADS / WS_EC) < nb ? *kp : 0.0;
+        kp += step;
+    }
+#pragma unroll
+    for (int u = 0; u < WS_QL; u++) {
+        qr[u] = eok && r + u * (WS_THREADS / WS_EC) < nrow ? *qp : 0.0;
+        qp += step;
+    }
+}
+
+/* A double as a 64-bit key whose unsigned order is the score order: NaN counts as -inf (as on every path) and
+   -0 as +0 (they compare equal there, so they must tie here too). Every key of a real score has a non-zero upper
+   word (the smallest, -inf, is 0x000FFFFF'FFFFFFFF; its complement is at most 0xFFF00000'00000000). */
+__device__ __forceinline__ uint64_t score_key(double s)
+{
+    if (isnan(s)) s = -INFINITY;
+    if (s == 0.0) s = 0.0;
+    const uint64_t u = (uint64_t)__double_as_longlong(s);
+    return (u >> 63) ? ~u : (u | 0x8000000000000000ull);
+}
+
+/* n rounds over the entries of `avail` (bit t of lane l: key block l + 32 t): each round takes the best entry not
+   yet taken — the highest key, ties to the lower block (REV: the lowest key, ties to the higher block, i.e. the
+   last in rank order) — and returns the taken bits. Within a lane the scan order settles ties (lower t = lower
+   block); across lanes the key is reduced as two 32-bit maxima, then the block number as a minimum (maximum). */
+template <int KPL, bool REV>
+__device__ __forceinline__ unsigned ws_rounds(const uint64_t *key, unsigned avail, int n, int lane)
+{
+    unsigned taken = 0;
+    for (int r = 0; r < n; r++) {
+        const unsigned left = avail & ~taken;
+        uint64_t best = 0;
+        int bt = -1;
+#pragma unroll
+        for (int s = 0; s < KPL; s++) {
+            const int t = REV ? KPL - 1 - s : s;
+            const uint64_t k = REV ? ~key[t] : key[t];
+            if (((left >> t) & 1u) && (bt < 0 || k > best)) { best = k; bt = t; }
+        }
+        const unsigned hi = bt >= 0 ? (unsigned)(best >> 32) : 0u;
+        const unsigned mh = __reduce_max_sync(0xffffffffu, hi);
+        if (mh == 0) break; /* nothing left (n never exceeds the entries; kept for safety) */
+        const unsigned lo = bt >= 0 && hi == mh ? (unsigned)best : 0u;
+        const unsigned ml = __reduce_max_sync(0xffffffffu, lo);
+        const bool win = bt >= 0 && hi == mh && lo == ml;
+        int j;
+        if (REV) j = __reduce_max_sync(0xffffffffu, win ? lane + 32 * bt : -1);
+        else j = __reduce_min_sync(0xffffffffu, win ? lane + 32 * bt : INT_MAX);
+        if ((j & 31) == lane) taken |= 1u << (j >> 5);
+    }
+    return taken;
+}
+
+template <int KPL>
+__global__ void __launch_bounds__(WS_THREADS) select_warp_kernel(const SelArgs a)
+{
+    extern __shared__ double wsm[];
+    const int P = a.P, nb = a.nb, SCS = 32 * KPL;
+    double *kT = wsm, *qT = kT + WS_EC * WS_KS, *sc = qT + WS_EC * WS_QS; /* sc[WS_QT][SCS] */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    /* launched as a programmatic dependent of the pool (or projection) kernel: wait for its results */
+    cudaGridDependencySynchronize();
+#endif
+    const int tiles = (a.mq + WS_QT - 1) / WS_QT, tid = threadIdx.x, w = tid >> 5, lane = tid & 31;
+    const int64_t bh = blockIdx.x / tiles, h = bh % a.heads, b = bh / a.heads, hk = h / a.group;
+    const int i0 = (int)(blockIdx.x % tiles) * WS_QT, nrow = min(WS_QT, a.mq - i0);
+    const int64_t row0 = bh * a.mq + i0;
+    int64_t kv_len = a.seq_k;
+    if (a.kv_lens) { int64_t t = a.kv_lens[b]; kv_len = t < 0 ? 0 : (t > a.seq_k ? a.seq_k : t); }
+
+    /* ---- scores */
+    const double *kbase = a.kv + (b * a.kv_heads + hk) * (int64_t)nb * P, *qbase = a.qv + row0 * P;
+    const int ne = (P + WS_EC - 1) / WS_EC, nchunks = ((nb + WS_KC - 1) / WS_KC) * ne;
+    /* scoring warps 0..3 (one per SM sub-partition): warp w the key blocks 16 w .. 16 w + 15 of the chunk against
+       all 16 query blocks; lane (lq, lk) query blocks 4 lq .. 4 lq + 3 and key blocks 16 w + 2 lk, + 1 */
+    const int qi = 4 * (lane >> 3), kj = 16 * w + 2 * (lane & 7);
+    double kr[WS_KL], qr[WS_QL];
+    ws_fetch(kbase, qbase, nb, nrow, P, 0, ne, kr, qr);
+    double acc[4][2];
+#pragma unroll
+    for (int r = 0; r < 4; r++) acc[r][0] = acc[r][1] = 0.0;
+    for (int n = 0; n < nchunks; n++) {
+        __syncthreads(); /* the previous chunk's readers are done with kT / qT */
+        {
+            const int e = tid & (WS_EC - 1);
+#pragma unroll
+            for (int u = 0; u < WS_KL; u++) kT[e * WS_KS + (u * WS_THREADS + tid) / WS_EC] = kr[u];
+#pragma unroll
+            for (int u = 0; u < WS_QL; u++) qT[e * WS_QS + (u * WS_THREADS + tid) / WS_EC] = qr[u];
+        }
+        __syncthreads();
+        if (n + 1 < nchunks) ws_fetch(kbase, qbase, nb, nrow, P, n + 1, ne, kr, qr); /* in flight during the fma */
+        if (w < 4) {
+            const int e0 = (n % ne) * WS_EC, ec = min(WS_EC, P - e0);
+            const double *qp = qT + qi, *kp = kT + kj;
+#pragma unroll 4
+            for (int e = 0; e < ec; e++) {
+                const double2 qa = *reinterpret_cast<const double2 *>(qp + e * WS_QS);
+                const double2 qb = *reinterpret_cast<const double2 *>(qp + e * WS_QS + 2);
+                const double2 k2 = *reinterpret_cast<const double2 *>(kp + e * WS_KS);
+                acc[0][0] = fma(qa.x, k2.x, acc[0][0]);
+                acc[0][1] = fma(qa.x, k2.y, acc[0][1]);
+                acc[1][0] = fma(qa.y, k2.x, acc[1][0]);
+                acc[1][1] = fma(qa.y, k2.y, acc[1][1]);
+                acc[2][0] = fma(qb.x, k2.x, acc[2][0]);
+                acc[2][1] = fma(qb.x, k2.y, acc[2][1]);
+                acc[3][0] = fma(qb.y, k2.x, acc[3][0]);
+                acc[3][1] = fma(qb.y, k2.y, acc[3][1]);
+            }
+            if (n % ne == ne - 1) { /* this key chunk's scores are complete */
+                const int c = (n / ne) * WS_KC + kj;
+#pragma unroll
+                for (int r = 0; r < 4; r++) {
+                    *reinterpret_cast<double2 *>(sc + (qi + r) * SCS + c) = make_double2(acc[r][0], acc[r][1]);
+                    acc[r][0] = acc[r][1] = 0.0;
+                }
+            }
+        }
+    }
+    __syncthreads();
+
+    /* ---- selection and layout rows, one warp per query block */
+    for (int i = w; i < nrow; i += WS_THREADS / 32) {
+        const int64_t row = row0 + i, q0 = (int64_t)(i0 + i) * a.bq, q1 = min(q0 + a.bq, a.seq_q);
+        const int64_t jd = a.keep_diag ? bsk__topk_diagonal(a.bk, q1, kv_len, a.causal, a.off) : -1;
+        uint64_t key[KPL];
+        unsigned cand = 0, forced = 0;
+#pragma unroll
+        for (int t = 0; t < KPL; t++) {
+            const int j = lane + 32 * t;
+            key[t] = 0;
+            if (j < nb && bsk__topk_candidate(j, a.bk, q1, kv_len, a.causal, a.off)) {
+                key[t] = score_key(sc[i * SCS + j]);
+                if ((a.keep_first && j == 0) || j == jd) forced |= 1u << t;
+                else cand |= 1u << t;
+            }
+        }
+        const int nc = __reduce_add_sync(0xffffffffu, __popc(cand));
+        const int room = a.top_k - __reduce_add_sync(0xffffffffu, __popc(forced));
+        unsigned keep = forced;
+        if (room >= nc) keep |= cand;
+        else if (room > 0) {
+            if (room <= nc - room) keep |= ws_rounds<KPL, false>(key, cand, room, lane);
+            else keep |= cand & ~ws_rounds<KPL, true>(key, cand, nc - room, lane);
+        }
+        /* compaction: key blocks in ascending order (t outer, lanes inner), as write_row */
+        int nf = 0, np = 0;
+#pragma unroll
+        for (int t = 0; t < KPL; t++) {
+            if (32 * t >= nb) break;
+            const int j = lane + 32 * t;
+            const int cls = (keep >> t) & 1u ? bsk__attn_tile_class(q0, q1, (int64_t)j * a.bk, (int64_t)(j + 1) * a.bk, kv_len,
+                                                                     a.causal, a.off)
+                                             : -1;
+            const unsigned bf = __ballot_sync(0xffffffffu, cls == 0), bp = __ballot_sync(0xffffffffu, cls == 1 || cls == 2);
+            const unsigned lower = (1u << lane) - 1u;
+            if (cls == 0) { const int at = nf + __popc(bf & lower); if (at < a.cap) a.fi[row * a.cap + at] = j; }
+            if (cls == 1 || cls == 2) { const int at = np + __popc(bp & lower); if (at < a.cap) a.pi[row * a.cap + at] = j; }
+            nf += __popc(bf);
+            np += __popc(bp);
+        }
+        if (lane == 0) {
+            a.fc[row] = min(nf, a.cap);
+            a.pc[row] = min(np, a.cap);
+        }
+    }
+}
+
 /* 16-byte loads of 8 elements: a 16-bit dtype, dim a multiple of 8, rows 16-byte aligned. */
 int vec16_ok(const bsk_attn_tensor *t)
 {
@@ -415,12 +640,42 @@ unsigned grid_for(int64_t n, int64_t per)
     return (unsigned)(g < 1 ? 1 : (g > (1 << 30) ? (1 << 30) : g));
 }
 
+/* Launch one of the CTA-tiled selects (grid `ctas`, dynamic shared memory `smem`) with programmatic dependent
+   launch: its launch overlaps the previous kernel's tail. Only where the running image was compiled for sm_90+
+   (ptxVersion), i.e. holds the kernel's griddepcontrol.wait, and not under variant bit 2. */
+template <typename K>
+bsk_status launch_select(K kernel, const struct bsk_cuda_state *cst, int variant, int64_t ctas, int threads, size_t smem,
+                         cudaStream_t stream, const SelArgs &sa)
+{
+    if (smem > 48 * 1024) {
+        cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+        if (e != cudaSuccess) return bsk_cuda_status(e);
+    }
+    cudaLaunchConfig_t cfg = {};
+    cudaLaunchAttribute attr[1];
+    cfg.gridDim = dim3((unsigned)ctas);
+    cfg.blockDim = dim3((unsigned)threads);
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = stream;
+    cfg.attrs = attr;
+    cfg.numAttrs = 0;
+    cudaFuncAttributes fa;
+    if (!(variant & 4) && cst->cc_major >= 9 && cudaFuncGetAttributes(&fa, kernel) == cudaSuccess && fa.ptxVersion >= 90) {
+        attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        attr[0].val.programmaticStreamSerializationAllowed = 1;
+        cfg.numAttrs = 1;
+    }
+    cudaError_t e = cudaLaunchKernelEx(&cfg, kernel, sa);
+    if (e != cudaSuccess) { (void)cudaGetLastError(); return bsk_cuda_status(e); }
+    return BSK_SUCCESS;
+}
+
 } // namespace
 
-/* Benchmark hook (bench/gate_probe.sh), 0 in normal use: bit 0 runs the generic pool kernel (one launch per
-   side), bit 1 the one-CTA-per-query-block select, bit 2 launches the tiled select without programmatic
-   dependent launch; variant 3 is the gate as it was before issue 7's rework.
-   Every variant selects the same tiles. */
+/* Benchmark / test hook (bench/gate_probe.sh, tests/test_topk_gpu.c), 0 in normal use: bit 0 runs the generic
+   pool kernel (one launch per side), bit 1 the one-CTA-per-query-block select, bit 2 launches the select without
+   programmatic dependent launch, bit 3 the tiled select where the warp select would run (the select of session
+   3); variant 3 is the gate as it was before issue 7's rework. Every variant selects the same tiles. */
 extern "C" int bsk__topk_variant;
 int bsk__topk_variant = 0;
 
@@ -494,32 +749,18 @@ extern "C" bsk_status bsk_cuda_topk_block_layout(bsk_context *ctx, const bsk_top
     sa.off = p->causal_offset; sa.kv_lens = p->kv_lens;
     sa.fc = out->full_count; sa.fi = out->full_idx; sa.pc = out->part_count; sa.pi = out->part_idx;
     struct bsk_cuda_state *cst = bsk_cuda_state_get(ctx);
-    const size_t tsm = select_tiled_smem((int)P, (int)d->nb);
-    if (!(variant & 2) && tsm <= cst->smem_optin) {
-        if (tsm > 48 * 1024) {
-            cudaError_t e = cudaFuncSetAttribute(select_tiled_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)tsm);
-            if (e != cudaSuccess) return bsk_cuda_status(e);
-        }
+    const int nb = (int)d->nb, kpl = nb <= 64 ? 2 : nb <= 128 ? 4 : nb <= 256 ? 8 : nb <= 512 ? 16 : 0;
+    const size_t wsm = kpl ? select_warp_smem(kpl) : 0, tsm = select_tiled_smem((int)P, nb);
+    if (!(variant & 10) && kpl && wsm <= cst->smem_optin) {
+        const int64_t ctas = d->batch * d->heads * ((d->mq + WS_QT - 1) / WS_QT);
+        if (kpl == 2) s = launch_select(select_warp_kernel<2>, cst, variant, ctas, WS_THREADS, wsm, stream, sa);
+        else if (kpl == 4) s = launch_select(select_warp_kernel<4>, cst, variant, ctas, WS_THREADS, wsm, stream, sa);
+        else if (kpl == 8) s = launch_select(select_warp_kernel<8>, cst, variant, ctas, WS_THREADS, wsm, stream, sa);
+        else s = launch_select(select_warp_kernel<16>, cst, variant, ctas, WS_THREADS, wsm, stream, sa);
+        if (s) return s;
+    } else if (!(variant & 2) && tsm <= cst->smem_optin) {
         const int64_t ctas = d->batch * d->heads * ((d->mq + SEL_QT - 1) / SEL_QT);
-        cudaLaunchConfig_t cfg = {};
-        cudaLaunchAttribute attr[1];
-        cfg.gridDim = dim3((unsigned)ctas);
-        cfg.blockDim = dim3(SEL_THREADS);
-        cfg.dynamicSmemBytes = tsm;
-        cfg.stream = stream;
-        cfg.attrs = attr;
-        cfg.numAttrs = 0;
-        /* Programmatic dependent launch: the select's launch overlaps the previous kernel's tail. Only where the
-           running image was compiled for sm_90+ (ptxVersion), i.e. holds the kernel's griddepcontrol.wait. */
-        cudaFuncAttributes fa;
-        if (!(variant & 4) && cst->cc_major >= 9 && cudaFuncGetAttributes(&fa, select_tiled_kernel) == cudaSuccess &&
-            fa.ptxVersion >= 90) {
-            attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-            attr[0].val.programmaticStreamSerializationAllowed = 1;
-            cfg.numAttrs = 1;
-        }
-        cudaError_t e = cudaLaunchKernelEx(&cfg, select_tiled_kernel, sa);
-        if (e != cudaSuccess) { (void)cudaGetLastError(); return bsk_cuda_status(e); }
+        if ((s = launch_select(select_tiled_kernel, cst, variant, ctas, SEL_THREADS, tsm, stream, sa))) return s;
     } else {
         int smem = (int)(d->nb * 10);
         if (smem > 48 * 1024) {
