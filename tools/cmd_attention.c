@@ -186,8 +186,8 @@ static int run(const char *json, int iters, int warmup, int64_t B, int64_t H, in
                     r->tflops = flop / (r->ms * 1e-3) * 1e-12;
                 }
                 if (!r->status && compare) {
-                    /* the mma.sync kernel's default build, and the Hopper kernel's two schedules (persistent grid,
-                       one CTA per item), on the same problem */
+                    /* the mma.sync kernel's default build, and the Hopper kernel's builds 5 and 7 (attention_hopper.cu;
+                       the JSON keys tflops_persist / tflops_per_item are their historical names), on the same problem */
                     double *dst[3] = {&r->tflops_mma, &r->tflops_persist, &r->tflops_per_item};
                     const int cv[3] = {3, 5, 7};
                     for (int k = 0; k < 3; k++) {
@@ -382,8 +382,8 @@ int cmd_attention(int argc, char **argv)
         CLI_OPT_STR("densities", &dens_s, "tile densities, e.g. 0.10,0.25,0.50,1.0"),
         CLI_OPT_FLAG("variants", &variants, "also time the other builds of the 128-row kernel (see attention_fwd.cu)"),
         CLI_OPT_FLAG("quick", &quick, "S=2048, one iteration"),
-        CLI_OPT_INT("variant", &variant, 0, 7,
-                    "kernel choice (0 default, 3 mma.sync only, 4 Hopper kernel first; 5 persistent, 7 CTA per item)"),
+        CLI_OPT_INT("variant", &variant, 0, 8,
+                    "kernel choice (0 default, 3 mma.sync only, 4 Hopper kernel first; 5, 7, 8 its other builds)"),
         CLI_OPT_FLAG("compare", &compare, "also time the mma.sync kernel and the Hopper kernel's other builds (variant 5: alternative options, 7: none) on every config"),
     };
     char *pos[1];

@@ -1618,7 +1618,22 @@ static PyObject *py_device_query(PyObject *Py_UNUSED(m), PyObject *Py_UNUSED(a))
                          info.arch_list);
 }
 
+/* Benchmark hook (not API): libbsk's attention kernel choice, bsk__attn_variant (src/attention/attention_internal.h:
+   0 default, 3 the mma.sync kernel, 4..8 builds of the Hopper kernel, src/cuda/hopper/attention_hopper.cu), so that a
+   Python benchmark can time builds against each other in one process. Returns the previous value. */
+extern int bsk__attn_variant;
+static PyObject *py_attn_variant(PyObject *Py_UNUSED(m), PyObject *arg)
+{
+    long v = PyLong_AsLong(arg);
+    if (v == -1 && PyErr_Occurred()) return NULL;
+    if (v < 0 || v > 15) return fail(BSK_ERR_INVALID_ARGUMENT, "_attn_variant: %ld is outside 0..15", v);
+    int old = bsk__attn_variant;
+    bsk__attn_variant = (int)v;
+    return PyLong_FromLong(old);
+}
+
 static PyMethodDef module_methods[] = {
+    {"_attn_variant", py_attn_variant, METH_O, "benchmark hook: set libbsk's attention kernel variant, return the old."},
     {"spmm", (PyCFunction)(void (*)(void))py_spmm, METH_VARARGS | METH_KEYWORDS, spmm_doc},
     {"sddmm", (PyCFunction)(void (*)(void))py_sddmm, METH_VARARGS | METH_KEYWORDS, sddmm_doc},
     {"bsr_validate", (PyCFunction)(void (*)(void))py_bsr_validate, METH_VARARGS | METH_KEYWORDS, validate_doc},

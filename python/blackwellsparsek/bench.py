@@ -11,7 +11,11 @@ Attention  non-causal, q/k/v [B, S, H, D] bf16, a random per-(head, query block)
       and FlexAttention (torch.compile'd) with the same BlockMask. TFLOPS on kept tiles: 4·B·H·tiles·128·128·D / t.
       bsk and Flex are checked against SDPA with the element mask on a slice (batch 0, two heads).
 Timing: CUDA events around each call, L2 flushed (a 256 MB buffer written) before each, outside the timed
-region; median of >= --min-iters after warm-up.
+region; median of >= --min-iters after warm-up. Attention figures that are compared with each other (bsk, Flex and
+SDPA cuDNN dense at each density; bsk, SDPA flash and cuDNN at D=64) are timed round-robin — one call of each in
+turn — so that all of them see the same GPU clock: under sustained load an H100's SM clock falls from 1.98 to
+~1.6 GHz with power, and a figure timed before another one reads up to ~10 % higher for that alone
+(bench/attention_ab.py measured it; docs/attention-notes.md, session 4).
 
 Output: a table on stdout, a progress line per configuration on stderr, JSON (--json, default
 bench/results/python_bench_<date>.json) and, with matplotlib, a PNG of E vs density per block size (--png).
@@ -85,6 +89,30 @@ class Timer:
         _sync(self.torch)
         return time.perf_counter() - t0
 
+    def round_robin(self, fns, iters=None, warmup=1):
+        """{name: (median ms, iters)} of the callables in `fns`, timed in turn (flush, event, call, event for
+        each, then the next), so that every one sees the same clock history."""
+        torch = self.torch
+        est = 0.0
+        for _ in range(max(1, warmup)):
+            est = sum(self.once_s(f) for f in fns.values())
+        if iters is None:
+            iters = int(self.args.target_s / max(est, 1e-6))
+            iters = max(self.args.min_iters, min(self.args.max_iters, iters))
+        if DEVICE != "cuda":
+            return {n: (statistics.median(self.once_s(f) * 1e3 for _ in range(iters)), iters) for n, f in fns.items()}
+        ev = {n: [] for n in fns}
+        for _ in range(iters):
+            for n, f in fns.items():
+                self.flush.zero_()
+                s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                s.record()
+                f()
+                e.record()
+                ev[n].append((s, e))
+        torch.cuda.synchronize()
+        return {n: (statistics.median(s.elapsed_time(e) for s, e in x), iters) for n, x in ev.items()}
+
     def __call__(self, fn, iters=None, warmup=1):
         torch = self.torch
         est = 0.0
@@ -148,6 +176,33 @@ def _measure(timer, rec, name, fn, check=None, tol=None, **kw):
     except Exception as e:  # noqa: BLE001 - a baseline failing is a result, not a crash
         rec[name] = {"error": _err(e)}
         return None
+
+
+def _measure_rr(timer, rec, entries, tol=None):
+    """Round-robin version of _measure: entries = {name: (fn, check or None)}. Each fn runs once and is checked
+    (a failure or a wrong result becomes rec[name] = {error} and leaves the round); the rest are timed together
+    into rec[name] = {ms, iters}."""
+    live = {}
+    for name, (fn, check) in entries.items():
+        try:
+            fn()
+            if check is not None:
+                err = check()
+                rec[name + "_rel_err"] = err
+                if not err <= tol:
+                    rec[name] = {"error": f"wrong result: relative error {err:.3g} > {tol}"}
+                    continue
+            live[name] = fn
+        except Exception as e:  # noqa: BLE001 - a baseline failing is a result, not a crash
+            rec[name] = {"error": _err(e)}
+    if not live:
+        return
+    try:
+        for name, (ms, iters) in timer.round_robin(live).items():
+            rec[name] = {"ms": ms, "iters": iters}
+    except Exception as e:  # noqa: BLE001
+        for name in live:
+            rec[name] = {"error": _err(e)}
 
 
 # ---------------------------------------------------------------------------------------------------- SpMM
@@ -300,15 +355,24 @@ def bench_attention(torch, bsk, timer, args, grid, step):
     qh, kh, vh = (t.transpose(1, 2).contiguous() for t in (q, k, v))  # [B, H, S, D] for torch
     o_bsk = torch.empty_like(q)
     info = {"B": Bt, "H": H, "S": S, "D": D, "block": T, "causal": False, "dtype": "bfloat16",
-            "layout": "random per (head, query block), shared over the batch"}
+            "layout": "random per (head, query block), shared over the batch",
+            "timing": "per density, bsk / Flex / SDPA cuDNN dense round-robin (Timer.round_robin)"}
 
-    # SDPA dense, flash and cuDNN backends: one figure each for every density (the dense work replaced;
-    # cuDNN is the fastest dense attention torch offers on Hopper).
-    sdpa_dense = _sdpa_dense(torch, timer, qh, kh, vh)
-    info["sdpa_flash_dense"] = sdpa_dense["flash"]
-    info["sdpa_cudnn_dense"] = sdpa_dense["cudnn"]
+    # SDPA dense, flash and cuDNN backends (cuDNN is the fastest dense attention torch offers on Hopper), timed
+    # together; cuDNN is timed again beside bsk and Flex at every density (the bsk/cudnn column uses that).
+    sdpa = _sdpa_fns(torch, qh, kh, vh)
+    info["sdpa_flash_dense"], info["sdpa_cudnn_dense"] = {}, {}
+    if isinstance(sdpa, str):
+        info["sdpa_flash_dense"] = info["sdpa_cudnn_dense"] = {"error": sdpa}
+        sdpa = {}
+    else:
+        rec = {}
+        _measure_rr(timer, rec, {name: (fn, None) for name, fn in sdpa.items()})
+        for name in ("flash", "cudnn"):
+            info[f"sdpa_{name}_dense"] = rec.get(name, {"error": "not run"})
+            if info[f"sdpa_{name}_dense"].get("ms"):
+                info[f"sdpa_{name}_dense"]["tflops"] = 4.0 * Bt * H * S * S * D / (info[f"sdpa_{name}_dense"]["ms"] * 1e9)
     sdpa_ms = info["sdpa_flash_dense"].get("ms")
-    cudnn_ms = info["sdpa_cudnn_dense"].get("ms")
 
     flex, flex_missing, create_block_mask, BlockMask = None, None, None, None
     if args.no_flex:
@@ -342,11 +406,10 @@ def bench_attention(torch, bsk, timer, args, grid, step):
 
         def check_bsk():
             return _rel_err(torch, o_bsk[:1, :, hs].transpose(1, 2), ref)
-        _measure(timer, rec, "bsk", lambda: bsk.block_sparse_attention(q, k, v, layout, out=o_bsk),
-                 check=check_bsk, tol=args.tol)
+        entries = {"bsk": (lambda: bsk.block_sparse_attention(q, k, v, layout, out=o_bsk), check_bsk)}
 
+        o_flex = [None]
         if flex is not None:
-            o_flex = [None]
             try:
                 t0 = time.perf_counter()
                 try:
@@ -366,18 +429,21 @@ def bench_attention(torch, bsk, timer, args, grid, step):
                                                  else 0)
                 rec["block_mask_tiles_match"] = bool(int(n_bm) * Bt == kept)
 
-                def run_flex():
+                def run_flex(bm=bm):
                     o_flex[0] = flex(qh, kh, vh, block_mask=bm)
                 rec["flex_first_call_s"] = timer.once_s(run_flex)  # includes compile on the first density
-                _measure(timer, rec, "flex", run_flex,
-                         check=lambda: _rel_err(torch, o_flex[0][:1, hs], ref), tol=args.tol)
+                entries["flex"] = (run_flex, lambda: _rel_err(torch, o_flex[0][:1, hs], ref))
             except Exception as e:  # noqa: BLE001
                 rec["flex"] = {"error": _err(e)}
                 flex, flex_missing = None, "failed earlier: " + _err(e)
-            o_flex[0] = None
         else:
             rec["flex"] = {"error": flex_missing}
+        if "cudnn" in sdpa:
+            entries["cudnn_dense"] = (sdpa["cudnn"], None)
+        _measure_rr(timer, rec, entries, tol=args.tol)
+        o_flex[0] = None
 
+        cudnn_ms = rec.get("cudnn_dense", {}).get("ms")
         for name in ("bsk", "flex"):
             r = rec.get(name, {})
             if r.get("ms"):
@@ -386,6 +452,8 @@ def bench_attention(torch, bsk, timer, args, grid, step):
                     r["speedup_vs_sdpa_dense"] = sdpa_ms / r["ms"]
                 if cudnn_ms:
                     r["speedup_vs_cudnn_dense"] = cudnn_ms / r["ms"]
+        if cudnn_ms:
+            rec["cudnn_dense"]["tflops"] = 4.0 * Bt * H * S * S * D / (cudnn_ms * 1e9)
         if rec["bsk"].get("ms") and rec.get("flex", {}).get("ms"):
             rec["bsk"]["speedup_vs_flex"] = rec["flex"]["ms"] / rec["bsk"]["ms"]
         rows.append(rec)
@@ -396,49 +464,50 @@ def bench_attention(torch, bsk, timer, args, grid, step):
     return info
 
 
-def _sdpa_dense(torch, timer, qh, kh, vh):
-    """Dense SDPA ([B, H, S, D] inputs) with the flash and the cuDNN backends: {backend: {ms, tflops} or error}."""
+def _sdpa_fns(torch, qh, kh, vh):
+    """{"flash": fn, "cudnn": fn}: dense SDPA on [B, H, S, D] inputs with that backend alone; a string (why) when
+    torch has no backend selection."""
     import torch.nn.functional as F
-    Bt, H, S, D = qh.shape
-    out = {}
     try:
         from torch.nn.attention import SDPBackend, sdpa_kernel
-        backends = {"flash": SDPBackend.FLASH_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTENTION}
     except Exception as e:  # noqa: BLE001
-        return {name: {"error": _err(e)} for name in ("flash", "cudnn")}
-    for name, be in backends.items():
-        rec = {}
-
+        return _err(e)
+    fns = {}
+    for name, be in (("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION)):
         def run(be=be):
             with sdpa_kernel(be):
                 F.scaled_dot_product_attention(qh, kh, vh)
-        try:
-            _measure(timer, rec, name, run)
-        except Exception as e:  # noqa: BLE001
-            rec[name] = {"error": _err(e)}
-        out[name] = rec[name]
-        if out[name].get("ms"):
-            out[name]["tflops"] = 4.0 * Bt * H * S * S * D / (out[name]["ms"] * 1e9)
-    return out
+        fns[name] = run
+    return fns
 
 
 def _dense_d64(torch, bsk, timer, args, Bt, H, S, T, gen):
-    """Dense attention at head dim 64 (the issue's D=64 target): bsk with every tile kept vs SDPA flash / cuDNN,
-    bsk checked against SDPA on a slice."""
+    """Dense attention at head dim 64 (the issue's D=64 target): bsk with every tile kept, SDPA flash and cuDNN,
+    timed round-robin; bsk checked against SDPA on a slice."""
     import torch.nn.functional as F
     D = 64
     q, k, v = (torch.randn((Bt, S, H, D), generator=gen, device=DEVICE).to(torch.bfloat16) for _ in range(3))
     qh, kh, vh = (t.transpose(1, 2).contiguous() for t in (q, k, v))
-    rec = {"D": D, "sdpa": _sdpa_dense(torch, timer, qh, kh, vh)}
     mq = S // T
     layout = bsk.AttnLayout.from_mask(torch.ones((H, mq, mq), dtype=torch.bool, device=DEVICE), S, S, T,
                                       device=DEVICE)
     o = torch.empty_like(q)
     ref = F.scaled_dot_product_attention(qh[:1, :2], kh[:1, :2], vh[:1, :2])
-    _measure(timer, rec, "bsk", lambda: bsk.block_sparse_attention(q, k, v, layout, out=o),
-             check=lambda: _rel_err(torch, o[:1, :, :2].transpose(1, 2), ref), tol=args.tol)
+    rec = {"D": D, "timing": "bsk, SDPA flash and cuDNN round-robin"}
+    entries = {"bsk": (lambda: bsk.block_sparse_attention(q, k, v, layout, out=o),
+                       lambda: _rel_err(torch, o[:1, :, :2].transpose(1, 2), ref))}
+    sdpa = _sdpa_fns(torch, qh, kh, vh)
+    if isinstance(sdpa, str):
+        rec["flash"] = rec["cudnn"] = {"error": sdpa}
+    else:
+        entries.update({name: (fn, None) for name, fn in sdpa.items()})
+    _measure_rr(timer, rec, entries, tol=args.tol)
+    fl = 4.0 * Bt * H * S * S * D
+    for name in ("bsk", "flash", "cudnn"):
+        if rec.get(name, {}).get("ms"):
+            rec[name]["tflops"] = fl / (rec[name]["ms"] * 1e9)
+    rec["sdpa"] = {"flash": rec.pop("flash", {"error": "not run"}), "cudnn": rec.pop("cudnn", {"error": "not run"})}
     if rec["bsk"].get("ms"):
-        rec["bsk"]["tflops"] = 4.0 * Bt * H * S * S * D / (rec["bsk"]["ms"] * 1e9)
         for name in ("flash", "cudnn"):
             if rec["sdpa"][name].get("ms"):
                 rec["bsk"]["speedup_vs_" + name] = rec["sdpa"][name]["ms"] / rec["bsk"]["ms"]
@@ -495,14 +564,14 @@ def print_tables(result):
                                            else f"failed: {c.get('error')}")
                    + "; bsk/x = x ms / bsk ms")
         out.append(f"{'d':>5} | {'bsk ms':>8} {'TFLOPS':>7} {'err':>8} | {'flex ms':>8} {'TFLOPS':>7} | "
-                   f"{'bsk/flex':>8} {'bsk/sdpa':>8} {'bsk/cudnn':>9}")
+                   f"{'bsk/flex':>8} {'bsk/sdpa':>8} {'bsk/cudnn':>9} | {'cudnn TF':>8} (same round)")
         for r in att["rows"]:
             bk, fx = r["bsk"], r.get("flex", {})
             out.append(f"{r['density']:>5.2f} | {_cell(bk, 'ms', '{:8.3f}')} {_cell(bk)} "
                        f"{_num(r.get('bsk_rel_err'), '{:8.1e}')} | "
                        f"{_cell(fx, 'ms', '{:8.3f}')} {_cell(fx)} | {_cell(bk, 'speedup_vs_flex', '{:8.2f}')} "
                        f"{_cell(bk, 'speedup_vs_sdpa_dense', '{:8.2f}')} "
-                       f"{_cell(bk, 'speedup_vs_cudnn_dense', '{:9.2f}')}")
+                       f"{_cell(bk, 'speedup_vs_cudnn_dense', '{:9.2f}')} | {_cell(r.get('cudnn_dense', {}), 'tflops', '{:8.1f}')}")
         for r in att["rows"]:
             for name in ("bsk", "flex"):
                 e = r.get(name, {}).get("error")

@@ -360,11 +360,11 @@ extern "C" bsk_status bsk_cuda_attention_forward(bsk_context *ctx, const bsk_att
     /* Hopper (cc 9.0): the TMA + wgmma kernel first (src/cuda/hopper/attention_hopper.cu; it declines what it does
        not take: block sizes other than 128, negative scales, strides TMA cannot express). bsk__attn_variant 0
        takes it when HOPPER_DEFAULT says so (1 since it was measured correct and 2.2-2.9x faster on an H100,
-       docs/attention-notes.md), 4..7 ask for it (5..7 pick its build options: attention_hopper.cu), 1..3 keep the
+       docs/attention-notes.md), 4..8 ask for it (5..8 pick its build options: attention_hopper.cu), 1..3 keep the
        mma.sync kernel (3: its default build; tests and benchmarks compare the two). */
     static const int HOPPER_DEFAULT = 1;
     const int hv = bsk__attn_variant;
-    if (mma_ok && ((hv >= 4 && hv <= 7) || (hv == 0 && HOPPER_DEFAULT)) && st->cc_major == 9 && st->cc_minor == 0) {
+    if (mma_ok && ((hv >= 4 && hv <= 8) || (hv == 0 && HOPPER_DEFAULT)) && st->cc_major == 9 && st->cc_minor == 0) {
         bsk_status hs = bsk_hopper_attention_forward(ctx, p, d);
         if (hs != BSK_ERR_UNSUPPORTED) return hs;
     }

@@ -11,13 +11,19 @@
 
 using namespace bsk_hopper;
 
-/* Kernel options (attention_kernel.cuh), measured on an H100 (docs/attention-notes.md, runs 4-6). The default
-   (bsk__attn_variant 0 and 4; 6 too, on 3 CTAs: many items per CTA, for the tests): D=128 XB | LR | SPLIT,
-   D=64 XB alone (there LR measured 5-9 % and SPLIT ~1.5 % slower). Kept for same-run A/B timings, which the GPU's
-   power state makes necessary (bsk attention --compare times 5 and 7 beside the default): 5 the alternative
-   (D=128 XB | LR, D=64 XB | SPLIT), 7 the session-3 kernel (no option). */
-static const int ATTN_DEFAULT_128 = ATTN_XB | ATTN_LR | ATTN_SPLIT, ATTN_PREV_128 = ATTN_XB | ATTN_LR;
-static const int ATTN_DEFAULT_64 = ATTN_XB, ATTN_PREV_64 = ATTN_XB | ATTN_SPLIT;
+/* Kernel options (attention_kernel.cuh), measured on an H100 (docs/attention-notes.md, runs 4-6 and session 4).
+   bsk__attn_variant 0 and 4 run the default (6 too, on 3 CTAs: many items per CTA, for the tests); 5, 7 and 8 are
+   builds kept for same-run A/B timings, which the GPU's power state makes necessary (bench/attention_ab.py times
+   them round-robin; bsk attention --compare times 5 and 7 beside the default).
+   D=128: default XB | LR | SPLIT | OV | DT (session 4: +7 % dense over XB | LR | SPLIT, ahead of cuDNN in the same
+   round-robin); 5 = the session-3 default XB | LR | SPLIT, 7 = default + TR, 8 = default + NP.
+   D=64: default XB (OV, DT, LR and PB measured equal or slower in session 4); 5 = XB | TR, 7 = XB | NP,
+   8 = XB | TR | NP. */
+static const int ATTN_DEFAULT_128 = ATTN_XB | ATTN_LR | ATTN_SPLIT | ATTN_OV | ATTN_DT;
+static const int ATTN_V5_128 = ATTN_XB | ATTN_LR | ATTN_SPLIT, ATTN_V7_128 = ATTN_DEFAULT_128 | ATTN_TR,
+                 ATTN_V8_128 = ATTN_DEFAULT_128 | ATTN_NP;
+static const int ATTN_DEFAULT_64 = ATTN_XB;
+static const int ATTN_V5_64 = ATTN_XB | ATTN_TR, ATTN_V7_64 = ATTN_XB | ATTN_NP, ATTN_V8_64 = ATTN_XB | ATTN_TR | ATTN_NP;
 
 /* A strided attention tensor as the 4-D TMA view (dim, seq, head, batch), boxes of 64 x box_rows x 1 x 1
    (128 bytes wide: the 128-byte swizzle's limit), zero-filled outside. A dimension of extent 1 whose stride
@@ -123,14 +129,16 @@ bsk_status bsk_hopper_attention_forward(bsk_context *ctx, const bsk_attention_pa
     const bool bf = dt == BSK_BF16;
     if (d->dim == 128) {
 #define ATTN_LAUNCH(O) (bf ? launch<BSK_BF16, 128, 2, O>(ctx, st, p, d) : launch<BSK_F16, 128, 2, O>(ctx, st, p, d))
-        if (v == 7) return ATTN_LAUNCH(0);
-        if (v == 5) return ATTN_LAUNCH(ATTN_PREV_128);
+        if (v == 7) return ATTN_LAUNCH(ATTN_V7_128);
+        if (v == 5) return ATTN_LAUNCH(ATTN_V5_128);
+        if (v == 8) return ATTN_LAUNCH(ATTN_V8_128);
         return ATTN_LAUNCH(ATTN_DEFAULT_128);
 #undef ATTN_LAUNCH
     }
 #define ATTN_LAUNCH(O) (bf ? launch<BSK_BF16, 64, 4, O>(ctx, st, p, d) : launch<BSK_F16, 64, 4, O>(ctx, st, p, d))
-    if (v == 7) return ATTN_LAUNCH(0);
-    if (v == 5) return ATTN_LAUNCH(ATTN_PREV_64);
+    if (v == 7) return ATTN_LAUNCH(ATTN_V7_64);
+    if (v == 5) return ATTN_LAUNCH(ATTN_V5_64);
+    if (v == 8) return ATTN_LAUNCH(ATTN_V8_64);
     return ATTN_LAUNCH(ATTN_DEFAULT_64);
 #undef ATTN_LAUNCH
 }

@@ -16,8 +16,9 @@
        S_t = Q·K_tᵀ (wgmma m64n128k16, both operands K-major from shared memory) and, behind it,
        O += P_{t-1}·V_{t-1} (wgmma m64nDk16 with P as the A operand in registers, V N-major from shared
        memory); then the softmax of S_t runs while the P·V GEMM is still in the tensor cores (FA3's
-       intra-warpgroup overlap). The two consumers take turns issuing (two named barriers: FA3's
-       ping-pong), so one warpgroup's softmax overlaps the other's GEMMs.
+       intra-warpgroup overlap — only with ATTN_OV: without it ptxas hoists the P·V wait above the softmax).
+       The two consumers take turns issuing (two named barriers: FA3's ping-pong), so one warpgroup's
+       softmax overlaps the other's GEMMs.
    Softmax is online, fp32, in base 2 with the scale folded into one FFMA (the launcher only sends
    positive scales here), exactly the masking rule of attention_fwd.cu: inside a tile that crosses kv_len
    or the causal diagonal, key x is hidden from row y iff x >= kv_len - k0 or (causal) x > y + q0 + off - k0.
@@ -128,8 +129,22 @@ __device__ __forceinline__ float attn_exp2(float x)
              ATTN_LR_TH (log2 units; then P <= 2^TH, exact after the final 1/l), and O *= alpha is skipped when
              no row of the warp moved (after the first tiles: almost always);
    ATTN_SPLIT — producer warp 1 issues the V tiles (from the item record and a per-item list buffer), warp 0
-             the K tiles, so K_{t+2} no longer waits behind V_{t+1}'s free stage (one warp: K and V in turn). */
-constexpr int ATTN_XB = 1, ATTN_LR = 2, ATTN_SPLIT = 4;
+             the K tiles, so K_{t+2} no longer waits behind V_{t+1}'s free stage (one warp: K and V in turn);
+   ATTN_OV — the warp vote on alpha (O needs no rescale when no row of the warp moved its max) and its branch
+             come between the softmax and the wait for P·V_{t-1}: the branch ends the basic block, so ptxas can no
+             longer hoist that wait (it has no register inputs) to the top of the softmax's block, which it does
+             otherwise (SASS: WARPGROUP.DEPBAR.LE gsb0, 0x0 before the first FMNMX) and which serialises the
+             softmax behind this warpgroup's own P·V: FA3's intra-warpgroup overlap, made real;
+   ATTN_DT — fewer instructions per tile (issue slots bind at D=64): the shared-memory pointer keeps its address
+             space (the record / key-start / list reads are LDS, not generic loads with an address conversion),
+             wgmma descriptors are one 64-bit value per tile plus immediates (not five uniform ops per wgmma),
+             and whether a tile needs the element mask is one 32-bit compare against a per-item bound;
+   ATTN_TR — the row max and the row sum of a tile as trees (four partial chains per row, then combined)
+             instead of one dependent chain of 16 per row: at D=64 ncu reports dependency waits as the largest
+             stall, and the max chain sits before the first exponential;
+   ATTN_NP — no ping-pong: the consumer warpgroups issue their GEMMs whenever their data is there (the tensor
+             pipe interleaves them), no named-barrier turns. */
+constexpr int ATTN_XB = 1, ATTN_LR = 2, ATTN_SPLIT = 4, ATTN_OV = 8, ATTN_DT = 16, ATTN_TR = 32, ATTN_NP = 64;
 constexpr float ATTN_LR_TH = 8.0f;
 
 template <int DT, int D, int STAGES, int OPT>
@@ -140,7 +155,8 @@ __global__ void __launch_bounds__(384, 1)
 {
     typedef AttnCfg<D, STAGES> CF;
     extern __shared__ uint8_t smem_raw[];
-    uint8_t *smem = (uint8_t *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
+    uint8_t *smem = (OPT & ATTN_DT) ? smem_raw + ((1024u - (smem_u32(smem_raw) & 1023u)) & 1023u)
+                                    : (uint8_t *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
     const uint32_t sb = smem_u32(smem);
     const uint32_t qfull0 = sb + CF::BAR_OFF, qempty0 = qfull0 + 16, aux = qfull0 + 32, kfull0 = qfull0 + 40,
                    kempty0 = kfull0 + 8 * STAGES, vfull0 = kempty0 + 8 * STAGES, vempty0 = vfull0 + 8 * STAGES;
@@ -327,6 +343,8 @@ __global__ void __launch_bounds__(384, 1)
         float m[2], l[2];
         int q0 = 0, kv_len = 0;
         uint32_t qa = 0;
+        uint64_t qdesc = 0; /* DT: the descriptor of qa */
+        int mthr = 0;       /* DT: a tile at key k0 needs the element mask iff k0 > mthr */
         const int yb = 64 * c + 16 * warp + g; /* this thread's rows yb and yb + 8 of the query tile */
 #pragma unroll
         for (int x = 0; x < 32; ++x) pa[x] = 0u;
@@ -337,18 +355,27 @@ __global__ void __launch_bounds__(384, 1)
            sa (scale_d 0 on the first k step), O += P·V_t from pa. */
         auto issue_s = [&](uint32_t t) {
             const uint32_t ka = sb + CF::K_OFF + (t % STAGES) * CF::TILE;
+            const uint64_t kdesc = smem_desc(ka, 16, 1024);
 #pragma unroll
             for (int kk = 0; kk < D / 16; ++kk) {
                 const uint32_t off = (uint32_t)(kk >> 2) * CF::PANEL + (uint32_t)(kk & 3) * 32u;
-                AttnOps<DT>::qk(sa, smem_desc(qa + off, 16, 1024), smem_desc(ka + off, 16, 1024), kk > 0 ? 1 : 0);
+                /* DT: the start-address field (bits 0-13, address >> 4) takes the offset as an addend: every
+                   address stays below 2^18, so nothing carries out of the field */
+                if (OPT & ATTN_DT)
+                    AttnOps<DT>::qk(sa, qdesc + (off >> 4), kdesc + (off >> 4), kk > 0 ? 1 : 0);
+                else
+                    AttnOps<DT>::qk(sa, smem_desc(qa + off, 16, 1024), smem_desc(ka + off, 16, 1024), kk > 0 ? 1 : 0);
             }
             wgmma_commit();
         };
         auto issue_pv = [&](uint32_t t) {
             const uint32_t va = sb + CF::V_OFF + (t % STAGES) * CF::TILE;
+            const uint64_t vdesc = smem_desc(va, CF::PANEL, 1024);
 #pragma unroll
-            for (int kk = 0; kk < 8; ++kk)
-                AttnOps<DT>::template pv<D>(o, pa + 4 * kk, smem_desc(va + kk * 2048u, CF::PANEL, 1024));
+            for (int kk = 0; kk < 8; ++kk) {
+                if (OPT & ATTN_DT) AttnOps<DT>::template pv<D>(o, pa + 4 * kk, vdesc + (uint64_t)(kk * 128));
+                else AttnOps<DT>::template pv<D>(o, pa + 4 * kk, smem_desc(va + kk * 2048u, CF::PANEL, 1024));
+            }
             wgmma_commit();
         };
         /* K tile t has landed; its key start (read before the stage is released) */
@@ -366,7 +393,8 @@ __global__ void __launch_bounds__(384, 1)
         auto softmax = [&](int k0, float *alpha) {
 #pragma unroll
             for (int x = 0; x < 64; ++x) reg_fence(sa[x]);
-            const bool need_mask = k0 + 128 > kv_len || (p.causal && (int64_t)k0 + 127 > (int64_t)q0 + p.off);
+            const bool need_mask = (OPT & ATTN_DT) ? k0 > mthr
+                                                   : k0 + 128 > kv_len || (p.causal && (int64_t)k0 + 127 > (int64_t)q0 + p.off);
             if (need_mask) {
                 const int kv_lim = kv_len - k0; /* keys [0, kv_lim) of the tile exist (>= 1) */
                 const int64_t dg = (int64_t)q0 + p.off - k0;
@@ -380,8 +408,17 @@ __global__ void __launch_bounds__(384, 1)
 #pragma unroll
             for (int rr = 0; rr < 2; ++rr) {
                 float mx = -INFINITY;
+                if (OPT & ATTN_TR) {
+                    float t4[4];
 #pragma unroll
-                for (int n = 0; n < 16; ++n) mx = fmaxf(mx, fmaxf(sa[4 * n + 2 * rr], sa[4 * n + 2 * rr + 1]));
+                    for (int n = 0; n < 4; ++n) t4[n] = fmaxf(sa[4 * n + 2 * rr], sa[4 * n + 2 * rr + 1]);
+#pragma unroll
+                    for (int n = 4; n < 16; ++n) t4[n & 3] = fmaxf(t4[n & 3], fmaxf(sa[4 * n + 2 * rr], sa[4 * n + 2 * rr + 1]));
+                    mx = fmaxf(fmaxf(t4[0], t4[1]), fmaxf(t4[2], t4[3]));
+                } else {
+#pragma unroll
+                    for (int n = 0; n < 16; ++n) mx = fmaxf(mx, fmaxf(sa[4 * n + 2 * rr], sa[4 * n + 2 * rr + 1]));
+                }
                 mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
                 mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
                 const float mxs = mx * p.scale_log2;
@@ -391,25 +428,21 @@ __global__ void __launch_bounds__(384, 1)
                 if (OPT & ATTN_LR) alpha[rr] = mnew == m[rr] ? 1.0f : attn_exp2(m[rr] - muse);
                 else alpha[rr] = attn_exp2(m[rr] - muse);
                 m[rr] = mnew;
-                float rs = 0.0f;
+                float rs4[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
                 for (int n = 0; n < 16; ++n) {
                     const float p0 = attn_exp2(fmaf(sa[4 * n + 2 * rr], p.scale_log2, -muse));
                     const float p1 = attn_exp2(fmaf(sa[4 * n + 2 * rr + 1], p.scale_log2, -muse));
                     sa[4 * n + 2 * rr] = p0;
                     sa[4 * n + 2 * rr + 1] = p1;
-                    rs += p0 + p1;
+                    rs4[(OPT & ATTN_TR) ? (n & 3) : 0] += p0 + p1;
                 }
+                const float rs = (OPT & ATTN_TR) ? (rs4[0] + rs4[1]) + (rs4[2] + rs4[3]) : rs4[0];
                 l[rr] = l[rr] * alpha[rr] + rs; /* the thread's part of the row sum; the quad adds up at the end */
             }
         };
-        /* After the P·V GEMM that read pa has finished: O *= alpha, pa = P (16-bit). */
-        auto rescale_pack = [&](const float *alpha) {
-            /* LR: warp-uniform skip when no row of the warp moved its max */
-            if (!(OPT & ATTN_LR) || __any_sync(0xffffffffu, alpha[0] != 1.0f || alpha[1] != 1.0f)) {
-#pragma unroll
-                for (int x = 0; x < D / 2; ++x) o[x] *= alpha[(x >> 1) & 1];
-            }
+        /* After the P·V GEMM that read pa has finished: pa = P (16-bit); rescale_pack: O *= alpha first. */
+        auto pack_p = [&]() {
 #pragma unroll
             for (int kk = 0; kk < 8; ++kk) {
                 pa[4 * kk + 0] = AttnOps<DT>::pack(sa[8 * kk + 0], sa[8 * kk + 1]);
@@ -417,6 +450,14 @@ __global__ void __launch_bounds__(384, 1)
                 pa[4 * kk + 2] = AttnOps<DT>::pack(sa[8 * kk + 4], sa[8 * kk + 5]);
                 pa[4 * kk + 3] = AttnOps<DT>::pack(sa[8 * kk + 6], sa[8 * kk + 7]);
             }
+        };
+        auto rescale_pack = [&](const float *alpha) {
+            /* LR: warp-uniform skip when no row of the warp moved its max */
+            if (!(OPT & ATTN_LR) || __any_sync(0xffffffffu, alpha[0] != 1.0f || alpha[1] != 1.0f)) {
+#pragma unroll
+                for (int x = 0; x < D / 2; ++x) o[x] *= alpha[(x >> 1) & 1];
+            }
+            pack_p();
         };
         auto pv_done = [&]() {
             wgmma_wait<0>();
@@ -426,9 +467,12 @@ __global__ void __launch_bounds__(384, 1)
             for (int x = 0; x < 32; ++x) reg_fence_u32(pa[x]);
         };
 
+        /* the ping-pong turns (none with NP) */
+        auto turn_wait = [&]() { if (!(OPT & ATTN_NP)) named_bar_sync(bar_mine, 256); };
+        auto turn_open = [&]() { if (!(OPT & ATTN_NP)) named_bar_arrive(bar_other, 256); };
         uint32_t kt = 0; /* K/V tiles consumed so far */
         /* XB: WG1's first turn of the CTA; afterwards every slot of either warpgroup opens the other's */
-        if ((OPT & ATTN_XB) && c == 1) named_bar_arrive(1, 256);
+        if ((OPT & ATTN_XB) && !(OPT & ATTN_NP) && c == 1) named_bar_arrive(1, 256);
         int pend = -1;   /* Q buffer whose O store this warpgroup has issued but not yet seen read */
         for (uint32_t n = 0;; ++n) {
             const uint32_t u = n & 1u;
@@ -450,6 +494,14 @@ __global__ void __launch_bounds__(384, 1)
             kv_len = r1.x;
             const int q_last = min(q0 + 128, p.seq_q) - 1;
             qa = sb + CF::Q_OFF + u * CF::TILE + (uint32_t)c * 8192u;
+            if (OPT & ATTN_DT) {
+                qdesc = smem_desc(qa, 16, 1024);
+                /* k0 + 128 > kv_len or (causal) k0 + 127 > q0 + off, as one bound on k0 (k0 >= 0: a bound below 0
+                   masks every tile, one at INT_MAX none) */
+                int64_t thr = (int64_t)kv_len - 128;
+                if (p.causal) thr = min(thr, (int64_t)q0 + p.off - 127);
+                mthr = (int)max(min(thr, (int64_t)INT32_MAX), (int64_t)-1);
+            }
             m[0] = m[1] = -INFINITY;
             l[0] = l[1] = 0.0f;
 #pragma unroll
@@ -459,13 +511,13 @@ __global__ void __launch_bounds__(384, 1)
                    slot ends by opening the other's, except WG2's last (nobody waits for it). Slots: S_0;
                    S_t + PV_{t-1} for t = 1 .. nt-1; PV_{nt-1}. The loop is peeled so no wgmma sits on a
                    divergent path (ptxas serialises those). */
-                if (!(OPT & ATTN_XB) && c == 1) named_bar_arrive(1, 256);
+                if (!(OPT & ATTN_XB) && !(OPT & ATTN_NP) && c == 1) named_bar_arrive(1, 256);
                 float alpha[2];
                 int k0 = wait_k(kt);
-                named_bar_sync(bar_mine, 256);
+                turn_wait();
                 wgmma_fence();
                 issue_s(kt);
-                named_bar_arrive(bar_other, 256);
+                turn_open();
                 wgmma_wait<0>();
                 release(kempty0, kt);
                 softmax(k0, alpha);
@@ -474,24 +526,36 @@ __global__ void __launch_bounds__(384, 1)
                     const uint32_t g_t = kt + (uint32_t)t;
                     k0 = wait_k(g_t);
                     wait_v(g_t - 1);
-                    named_bar_sync(bar_mine, 256);
+                    turn_wait();
                     wgmma_fence();
                     issue_s(g_t);
                     issue_pv(g_t - 1);
-                    named_bar_arrive(bar_other, 256);
+                    turn_open();
                     wgmma_wait<1>();
                     release(kempty0, g_t);
                     softmax(k0, alpha);
-                    pv_done();
-                    release(vempty0, g_t - 1);
-                    rescale_pack(alpha);
+                    if (OPT & ATTN_OV) {
+                        /* vote + branch first (see ATTN_OV), then the wait: the softmax above overlaps P·V_{t-1} */
+                        if (__any_sync(0xffffffffu, alpha[0] != 1.0f || alpha[1] != 1.0f)) {
+                            pv_done();
+#pragma unroll
+                            for (int x = 0; x < D / 2; ++x) o[x] *= alpha[(x >> 1) & 1];
+                        }
+                        pv_done();
+                        release(vempty0, g_t - 1);
+                        pack_p();
+                    } else {
+                        pv_done();
+                        release(vempty0, g_t - 1);
+                        rescale_pack(alpha);
+                    }
                 }
                 const uint32_t g_l = kt + (uint32_t)nt - 1u;
                 wait_v(g_l);
-                named_bar_sync(bar_mine, 256);
+                turn_wait();
                 wgmma_fence();
                 issue_pv(g_l);
-                if ((OPT & ATTN_XB) || c == 0) named_bar_arrive(bar_other, 256);
+                if ((OPT & ATTN_XB) || c == 0) turn_open();
                 pv_done();
                 release(vempty0, g_l);
                 kt += (uint32_t)nt;
@@ -538,7 +602,7 @@ __global__ void __launch_bounds__(384, 1)
             }
             pend = (int)u;
         }
-        if (OPT & ATTN_XB) {
+        if ((OPT & ATTN_XB) && !(OPT & ATTN_NP)) {
             /* WG2's last arrival (after its last slot, or the first one if the CTA had no slots) is taken by
                WG1 here; barrier 5 keeps WG2 resident until then */
             if (c == 0) named_bar_sync(1, 256);
