@@ -153,6 +153,8 @@ extern "C" bsk_status bsk_cuda_spmm(bsk_context *ctx, bsk_op op, float alpha, co
     if (!bsk_cuda_state_get(ctx)) return BSK_ERR_OUT_OF_MEMORY;
     bsk_status s = bsk_hopper_spmm(ctx, op, alpha, A, B, beta, C);
     if (s != BSK_ERR_UNSUPPORTED) return s;
+    s = bsk_hopper_spmm_small(ctx, op, alpha, A, B, beta, C);
+    if (s != BSK_ERR_UNSUPPORTED) return s;
     s = bsk_portable_spmm(ctx, op, alpha, A, B, beta, C);
     if (s != BSK_ERR_UNSUPPORTED) return s;
     return bsk_simt_spmm(ctx, op, alpha, A, B, beta, C);

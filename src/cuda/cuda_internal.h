@@ -77,6 +77,10 @@ extern "C" bsk_status bsk__cuda_sddmm_family(bsk_context *ctx, int family, float
 /* Hopper TMA + wgmma SpMM (src/cuda/hopper/). */
 bsk_status bsk_hopper_spmm(bsk_context *ctx, bsk_op op, float alpha, const bsk_bsr *A, const bsk_dense *B,
                            float beta, bsk_dense *C);
+/* Hopper SpMM for small square blocks (BS = 32 / 16, op N), swapped operands Cᵀ = Bᵀ·Aᵀ over row groups
+   (src/cuda/hopper/spmm_small_hopper.cu). */
+bsk_status bsk_hopper_spmm_small(bsk_context *ctx, bsk_op op, float alpha, const bsk_bsr *A, const bsk_dense *B,
+                                 float beta, bsk_dense *C);
 /* Portable tensor-core (mma.sync) SpMM, sm_80+ (src/cuda/portable/). */
 bsk_status bsk_portable_spmm(bsk_context *ctx, bsk_op op, float alpha, const bsk_bsr *A, const bsk_dense *B,
                              float beta, bsk_dense *C);

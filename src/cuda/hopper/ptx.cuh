@@ -511,6 +511,160 @@ __device__ __forceinline__ void wgmma_m64n64k16_rs_bf16(float *d, uint32_t &a0, 
 }
 
 
+/* ---------------------------------------------------------------- small-block SpMM (spmm_small_kernel.cuh): ldmatrix,
+   swizzle-mode descriptors, register-A wgmma with N = 32 / 16 */
+
+/* Four 8x8 16-bit matrices from shared memory, transposed: lanes 8j..8j+7 give the 16-byte row addresses of
+   matrix j; register j of lane l receives elements (row 2(l%4), 2(l%4)+1; column l/4) of matrix j. Reading a
+   row-major K x M tile this way yields the m16n8k16 A fragment of its transpose (M x K). */
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t addr, uint32_t &r0, uint32_t &r1, uint32_t &r2, uint32_t &r3)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+                 : "r"(addr)
+                 : "memory");
+}
+
+/* smem_desc with an explicit swizzle mode (bits 62-63): 0 none, 1 128-byte, 2 64-byte, 3 32-byte. The tile
+   must be aligned to its swizzle pattern (8 rows of the swizzle width), so the base-offset field stays 0. */
+__device__ __forceinline__ uint64_t smem_desc_swz(uint32_t addr, uint32_t lbo_bytes, uint32_t sbo_bytes, uint32_t mode)
+{
+    uint64_t d = 0;
+    d |= (uint64_t)((addr & 0x3FFFF) >> 4);
+    d |= (uint64_t)((lbo_bytes & 0x3FFFF) >> 4) << 16;
+    d |= (uint64_t)((sbo_bytes & 0x3FFFF) >> 4) << 32;
+    d |= (uint64_t)(mode & 3u) << 62;
+    return d;
+}
+
+/* D(64x32, f32) += A(64x16, registers: the m16n8k16 A fragment of each warp's 16 rows) * B(16x32, smem;
+   TB = 0 K-major, 1 N-major), issued only when `on` is non-zero (a guard predicate: the same value in every
+   thread of the warpgroup). Skipping through the guard instead of a branch around the call keeps ptxas from
+   serialising the warpgroup's wgmmas (measured in the SASS: a C++ branch around each wgmma gave a
+   WARPGROUP.DEPBAR after every HGMMA). A registers: read-write operands, as in the other register-A forms. */
+template <int TB = 0>
+__device__ __forceinline__ void wgmma_m64n32k16_rs_f16_if(float *d, uint32_t &a0, uint32_t &a1, uint32_t &a2,
+                                                        uint32_t &a3, uint64_t db, int scale_d, int on)
+{
+    asm volatile(
+        "{\n.reg .pred p, q;\nsetp.ne.b32 p, %21, 0;\nsetp.ne.b32 q, %22, 0;\n"
+        "@q wgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, {%16, %17, %18, %19}, %20, p, 1, 1, %23;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+          "+r"(a0), "+r"(a1), "+r"(a2), "+r"(a3)
+        : "l"(db), "r"(scale_d), "r"(on), "n"(TB));
+}
+
+/* D(64x32, f32) += A(64x16, registers: the m16n8k16 A fragment of each warp's 16 rows) * B(16x32, smem;
+   TB = 0 K-major, 1 N-major), issued only when `on` is non-zero (a guard predicate: the same value in every
+   thread of the warpgroup). Skipping through the guard instead of a branch around the call keeps ptxas from
+   serialising the warpgroup's wgmmas (measured in the SASS: a C++ branch around each wgmma gave a
+   WARPGROUP.DEPBAR after every HGMMA). A registers: read-write operands, as in the other register-A forms. */
+template <int TB = 0>
+__device__ __forceinline__ void wgmma_m64n32k16_rs_bf16_if(float *d, uint32_t &a0, uint32_t &a1, uint32_t &a2,
+                                                        uint32_t &a3, uint64_t db, int scale_d, int on)
+{
+    asm volatile(
+        "{\n.reg .pred p, q;\nsetp.ne.b32 p, %21, 0;\nsetp.ne.b32 q, %22, 0;\n"
+        "@q wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, {%16, %17, %18, %19}, %20, p, 1, 1, %23;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+          "+r"(a0), "+r"(a1), "+r"(a2), "+r"(a3)
+        : "l"(db), "r"(scale_d), "r"(on), "n"(TB));
+}
+
+/* D(64x16, f32) += A(64x16, registers: the m16n8k16 A fragment of each warp's 16 rows) * B(16x16, smem;
+   TB = 0 K-major, 1 N-major), issued only when `on` is non-zero (a guard predicate: the same value in every
+   thread of the warpgroup). Skipping through the guard instead of a branch around the call keeps ptxas from
+   serialising the warpgroup's wgmmas (measured in the SASS: a C++ branch around each wgmma gave a
+   WARPGROUP.DEPBAR after every HGMMA). A registers: read-write operands, as in the other register-A forms. */
+template <int TB = 0>
+__device__ __forceinline__ void wgmma_m64n16k16_rs_f16_if(float *d, uint32_t &a0, uint32_t &a1, uint32_t &a2,
+                                                        uint32_t &a3, uint64_t db, int scale_d, int on)
+{
+    asm volatile(
+        "{\n.reg .pred p, q;\nsetp.ne.b32 p, %13, 0;\nsetp.ne.b32 q, %14, 0;\n"
+        "@q wgmma.mma_async.sync.aligned.m64n16k16.f32.f16.f16 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7}, {%8, %9, %10, %11}, %12, p, 1, 1, %15;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+r"(a0), "+r"(a1), "+r"(a2), "+r"(a3)
+        : "l"(db), "r"(scale_d), "r"(on), "n"(TB));
+}
+
+/* D(64x16, f32) += A(64x16, registers: the m16n8k16 A fragment of each warp's 16 rows) * B(16x16, smem;
+   TB = 0 K-major, 1 N-major), issued only when `on` is non-zero (a guard predicate: the same value in every
+   thread of the warpgroup). Skipping through the guard instead of a branch around the call keeps ptxas from
+   serialising the warpgroup's wgmmas (measured in the SASS: a C++ branch around each wgmma gave a
+   WARPGROUP.DEPBAR after every HGMMA). A registers: read-write operands, as in the other register-A forms. */
+template <int TB = 0>
+__device__ __forceinline__ void wgmma_m64n16k16_rs_bf16_if(float *d, uint32_t &a0, uint32_t &a1, uint32_t &a2,
+                                                        uint32_t &a3, uint64_t db, int scale_d, int on)
+{
+    asm volatile(
+        "{\n.reg .pred p, q;\nsetp.ne.b32 p, %13, 0;\nsetp.ne.b32 q, %14, 0;\n"
+        "@q wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7}, {%8, %9, %10, %11}, %12, p, 1, 1, %15;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+r"(a0), "+r"(a1), "+r"(a2), "+r"(a3)
+        : "l"(db), "r"(scale_d), "r"(on), "n"(TB));
+}
+
+/* D(64x32, f32) += A(64x16, smem) * B(16x32, smem), issued only when `on` is non-zero (a guard predicate, the same
+   value in every thread of the warpgroup; see wgmma_m64n32k16_rs_f16_if). TA / TB as for wgmma_m64n256k16_f16. */
+template <int TA, int TB>
+__device__ __forceinline__ void wgmma_m64n32k16_ss_f16_if(float *d, uint64_t da, uint64_t db, int scale_d, int on)
+{
+    asm volatile(
+        "{\n.reg .pred p, q;\nsetp.ne.b32 p, %18, 0;\nsetp.ne.b32 q, %19, 0;\n"
+        "@q wgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, %16, %17, p, 1, 1, %20, %21;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+        : "l"(da), "l"(db), "r"(scale_d), "r"(on), "n"(TA), "n"(TB));
+}
+
+/* D(64x32, f32) += A(64x16, smem) * B(16x32, smem), issued only when `on` is non-zero (a guard predicate, the same
+   value in every thread of the warpgroup; see wgmma_m64n32k16_rs_f16_if). TA / TB as for wgmma_m64n256k16_f16. */
+template <int TA, int TB>
+__device__ __forceinline__ void wgmma_m64n32k16_ss_bf16_if(float *d, uint64_t da, uint64_t db, int scale_d, int on)
+{
+    asm volatile(
+        "{\n.reg .pred p, q;\nsetp.ne.b32 p, %18, 0;\nsetp.ne.b32 q, %19, 0;\n"
+        "@q wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, %16, %17, p, 1, 1, %20, %21;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+        : "l"(da), "l"(db), "r"(scale_d), "r"(on), "n"(TA), "n"(TB));
+}
+
+/* D(64x16, f32) += A(64x16, smem) * B(16x16, smem), issued only when `on` is non-zero (a guard predicate, the same
+   value in every thread of the warpgroup; see wgmma_m64n32k16_rs_f16_if). TA / TB as for wgmma_m64n256k16_f16. */
+template <int TA, int TB>
+__device__ __forceinline__ void wgmma_m64n16k16_ss_f16_if(float *d, uint64_t da, uint64_t db, int scale_d, int on)
+{
+    asm volatile(
+        "{\n.reg .pred p, q;\nsetp.ne.b32 p, %10, 0;\nsetp.ne.b32 q, %11, 0;\n"
+        "@q wgmma.mma_async.sync.aligned.m64n16k16.f32.f16.f16 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7}, %8, %9, p, 1, 1, %12, %13;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
+        : "l"(da), "l"(db), "r"(scale_d), "r"(on), "n"(TA), "n"(TB));
+}
+
+/* D(64x16, f32) += A(64x16, smem) * B(16x16, smem), issued only when `on` is non-zero (a guard predicate, the same
+   value in every thread of the warpgroup; see wgmma_m64n32k16_rs_f16_if). TA / TB as for wgmma_m64n256k16_f16. */
+template <int TA, int TB>
+__device__ __forceinline__ void wgmma_m64n16k16_ss_bf16_if(float *d, uint64_t da, uint64_t db, int scale_d, int on)
+{
+    asm volatile(
+        "{\n.reg .pred p, q;\nsetp.ne.b32 p, %10, 0;\nsetp.ne.b32 q, %11, 0;\n"
+        "@q wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7}, %8, %9, p, 1, 1, %12, %13;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
+        : "l"(da), "l"(db), "r"(scale_d), "r"(on), "n"(TA), "n"(TB));
+}
+
 /* ---------------------------------------------------------------- warp specialisation, PDL */
 
 template <int R> __device__ __forceinline__ void setmaxnreg_inc()

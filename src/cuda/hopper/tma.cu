@@ -83,3 +83,12 @@ bsk_status bsk_hopper_tmap_3d_plain(CUtensorMap *map, const void *base, bsk_dtyp
 {
     return map_3d(map, base, t, count, rows, cols, box_rows, box_cols, CU_TENSOR_MAP_SWIZZLE_NONE);
 }
+bsk_status bsk_hopper_tmap_3d_swz(CUtensorMap *map, const void *base, bsk_dtype t, uint64_t count, uint64_t rows,
+                                  uint64_t cols, uint32_t box_rows, uint32_t box_cols, int swizzle_bytes)
+{
+    const CUtensorMapSwizzle swz = swizzle_bytes == 128  ? CU_TENSOR_MAP_SWIZZLE_128B
+                                   : swizzle_bytes == 64 ? CU_TENSOR_MAP_SWIZZLE_64B
+                                   : swizzle_bytes == 32 ? CU_TENSOR_MAP_SWIZZLE_32B
+                                                         : CU_TENSOR_MAP_SWIZZLE_NONE;
+    return map_3d(map, base, t, count, rows, cols, box_rows, box_cols, swz);
+}

@@ -32,4 +32,10 @@ bsk_status bsk_hopper_tmap_2d_plain(CUtensorMap *map, const void *base, bsk_dtyp
 bsk_status bsk_hopper_tmap_3d_plain(CUtensorMap *map, const void *base, bsk_dtype t, uint64_t count, uint64_t rows,
                                     uint64_t cols, uint32_t box_rows, uint32_t box_cols);
 
+/* The 3-D shape with the swizzle chosen by the caller: swizzle_bytes 128, 64 or 32 (the box's inner extent in bytes
+   must not exceed it), 0 for none. The small-block SpMM loads its 32 x 32 / 16 x 16 blocks with the swizzle of
+   their row width (spmm_small_kernel.cuh). */
+bsk_status bsk_hopper_tmap_3d_swz(CUtensorMap *map, const void *base, bsk_dtype t, uint64_t count, uint64_t rows,
+                                  uint64_t cols, uint32_t box_rows, uint32_t box_cols, int swizzle_bytes);
+
 #endif

@@ -1,0 +1,195 @@
+/* spmm_small_hopper.cu — the launcher of the small-block Hopper SpMM (spmm_small_kernel.cuh): BS = 32 / 16 square
+   blocks, op N, fp16 / bf16 in, fp32 / fp16 / bf16 C. Decides whether the kernel can take the case, builds the
+   tensor maps, the union lists and the item order (two prep kernels, no host synchronisation) and launches the
+   persistent kernel. Declines (BSK_ERR_UNSUPPORTED, the portable path then runs) anything it cannot do exactly
+   right. The union lists are rebuilt per call (two small kernels; see docs/hopper-spmm-notes.md, session 4). */
+#include <stdint.h>
+#include "tma.cuh"
+#include "spmm_small_kernel.cuh"
+#include "spmm_small_tune.h"
+
+using namespace bsk_small;
+
+struct bsk_hopper_small_tune_s bsk__hopper_small_tune = {0, 0, 0, 0, 0, 0, 0, 0, 0};
+
+/* Stage shapes (docs/hopper-spmm-notes.md, session 4, run 2). Default (variant 0), Bᵀ read from shared memory by
+   wgmma and one stage's wgmmas left in flight while the next stage's are issued:
+     BS 32: two block columns per stage (48 KB: 16 KB of B, 2 x 8 block slots), 4 stages, one block row per
+            epilogue pass (measured best of the three: E 0.20 vs 0.16 one column x 7 stages at d = 0.25);
+     BS 16: two block columns per stage (24 KB: 8 KB of B, 2 x 16 slots), 7 stages.
+   Experiments (fp16 input only; bf16 runs the default): variant 1 BS 32: one column per stage (24 KB), 7 stages;
+   BS 16: one column per stage (12 KB), 14 stages. Variant 2: the run-1 kernel (Bᵀ through registers by
+   ldmatrix.trans, wait_group 0 per stage). */
+typedef SmallCfg<32, 2, 4, true, 1> Cfg32;
+typedef SmallCfg<32, 1, 7> Cfg32n;
+typedef SmallCfg<32, 1, 7, false> Cfg32r;
+typedef SmallCfg<16, 2, 7> Cfg16;
+typedef SmallCfg<16, 1, 14> Cfg16n;
+typedef SmallCfg<16, 2, 7, false> Cfg16r;
+
+/* Below these block densities (nnzb / (mb * nb)) the portable mma.sync kernel is faster, so this kernel declines
+   (bsk__hopper_small_tune.force takes every case; the tests use it). Measured at 8192^3 fp16 on an H100 (session 4,
+   run 3, ms this kernel / portable): BS 32 d 0.10 0.92 / 0.95, d 0.25 1.53 / 2.28; BS 16 d 0.10 2.56 / 1.96, d 0.25
+   3.65 / 4.73 -> crossovers near d 0.09 (extrapolated) and 0.18 (interpolated). */
+static const double MIN_DENSITY_B32 = 0.09, MIN_DENSITY_B16 = 0.18;
+
+template <class CF, int DT, int CT>
+static bsk_status launch_small(bsk_context *ctx, const struct bsk_cuda_state *st, const bsk_bsr *A, const bsk_dense *B,
+                               float alpha, float beta, bsk_dense *C, const char *name)
+{
+    cudaStream_t stream = (cudaStream_t)ctx->stream;
+    if ((size_t)CF::SMEM > st->smem_optin) return BSK_ERR_UNSUPPORTED;
+    const int64_t M = C->rows, N = C->cols, K = B->rows;
+    const int64_t mb = bsk_bsr_mb(A), nb = bsk_bsr_nb(A);
+    const int64_t G = (mb + CF::R - 1) / CF::R, nt = (N + CF::BN - 1) / CF::BN;
+    /* TMA coordinates, block indices, the item counter and the kernel's sizes are 32-bit: leave giant shapes to
+       the portable path. */
+    if (K + 2 * CF::BS >= INT32_MAX || N + 2 * CF::BN >= INT32_MAX || M + 2 * 256 >= INT32_MAX ||
+        G * nt + 4096 >= INT32_MAX || A->nnzb + 64 >= INT32_MAX)
+        return BSK_ERR_UNSUPPORTED;
+
+    CUtensorMap tmA, tmB;
+    bsk_status s;
+    /* With no blocks nothing is loaded from A; any valid 16-byte-aligned address keeps the map legal. */
+    const void *vals = A->nnzb ? A->values : B->data;
+    const uint64_t nblk = A->nnzb ? (uint64_t)A->nnzb : 1u;
+    if ((s = bsk_hopper_tmap_3d_swz(&tmA, vals, A->dtype, nblk, CF::BS, CF::BS, CF::BS, CF::BS, CF::BS * 2))) return s;
+    if ((s = bsk_hopper_tmap_2d(&tmB, B->data, B->dtype, (uint64_t)K, (uint64_t)N, (uint64_t)B->ld, CF::BS, 64)))
+        return s;
+
+    /* workspace: queue head | ginfo[G] (int2) | order[G] (int4) | ent[nnzb] (int2) */
+    const size_t off_ginfo = 256, off_order = off_ginfo + ((size_t)G * sizeof(int2) + 15) / 16 * 16;
+    const size_t off_ent = off_order + (size_t)G * sizeof(int4);
+    void *ws = NULL;
+    if ((s = bsk_cuda_workspace(ctx, off_ent + (size_t)A->nnzb * sizeof(int2) + 16, &ws))) return s;
+    unsigned *counter = (unsigned *)ws;
+    int2 *ginfo = (int2 *)((char *)ws + off_ginfo);
+    int4 *order = (int4 *)((char *)ws + off_order);
+    int2 *ent = (int2 *)((char *)ws + off_ent);
+
+    /* Groups per band: the A blocks of a band should stay in L2 while the band's N tiles go by. */
+    const int64_t band_budget = (int64_t)(bsk__hopper_small_tune.band_mb > 0 ? bsk__hopper_small_tune.band_mb : 16) << 20;
+    const int64_t group_bytes = (A->nnzb / (G ? G : 1) + 1) * (int64_t)CF::BLK_BYTES;
+    int64_t band = band_budget / group_bytes;
+    if (band < 1) band = 1;
+    if (band > G) band = G;
+
+    SmallParams p;
+    p.ent = ent;
+    p.order = order;
+    p.row_ptr = A->row_ptr;
+    p.counter = counter;
+    p.C = C->data;
+    p.ldc = C->ld;
+    p.alpha = alpha;
+    p.beta = beta;
+    p.M = (int)M;
+    p.N = (int)N;
+    p.mb = (int)mb;
+    p.nb = (int)nb;
+    p.nnzb = (int)A->nnzb;
+    p.G = (int)G;
+    p.nt = (int)nt;
+    p.band = (int)band;
+    p.total = (unsigned)(G * nt);
+    p.diag = bsk__hopper_small_tune.diag;
+    bsk__hopper_small_tune.out_items = (int)(G * nt);
+
+    cudaError_t e = cudaFuncSetAttribute(small_spmm_kernel<CF, DT, CT>, cudaFuncAttributeMaxDynamicSharedMemorySize, CF::SMEM);
+    if (e != cudaSuccess) { (void)cudaGetLastError(); return BSK_ERR_UNSUPPORTED; }
+
+    /* prep: the union lists (one CTA per group, grid-stride), then the order (one CTA) */
+    const int ugrid = (int)(G < 4096 ? G : 4096);
+    small_union_kernel<<<ugrid, SMALL_UNION_THREADS, 0, stream>>>(A->row_ptr, A->col_idx, (int)mb, (int)nb,
+                                                                  (int)A->nnzb, CF::R, (int)G, ent, ginfo);
+    if ((s = BSK_CUDA_LAUNCH_CHECK())) return s;
+    small_order_kernel<<<1, 1024, 0, stream>>>(ginfo, (int)G, order, counter);
+    if ((s = BSK_CUDA_LAUNCH_CHECK())) return s;
+    if (bsk__hopper_small_tune.prep_only) return BSK_SUCCESS;
+
+    int grid = st->sms;
+    if (bsk__hopper_small_tune.max_ctas > 0 && bsk__hopper_small_tune.max_ctas < grid) grid = bsk__hopper_small_tune.max_ctas;
+    if ((int64_t)grid > G * nt) grid = (int)(G * nt);
+    if (grid < 1) grid = 1;
+    bsk__hopper_small_tune.out_grid = grid;
+
+    cudaLaunchConfig_t cfg;
+    cudaLaunchAttribute attr[1];
+    cfg.gridDim = dim3((unsigned)grid);
+    cfg.blockDim = dim3(CF::THREADS);
+    cfg.dynamicSmemBytes = CF::SMEM;
+    cfg.stream = stream;
+    cfg.attrs = attr;
+    cfg.numAttrs = 0;
+    if (!bsk__hopper_small_tune.no_pdl) {
+        attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        attr[0].val.programmaticStreamSerializationAllowed = 1;
+        cfg.numAttrs = 1;
+    }
+    e = cudaLaunchKernelEx(&cfg, small_spmm_kernel<CF, DT, CT>, tmA, tmB, p);
+    if (e != cudaSuccess) { (void)cudaGetLastError(); return bsk_cuda_status(e); }
+    ctx->last_kernel = name;
+    return BSK_SUCCESS;
+}
+
+static int aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
+
+/* Input dtype x C dtype: both template parameters of the kernel (C's dtype at run time inside the epilogue made
+   ptxas serialise the mainloop's wgmmas, see spmm_small_kernel.cuh). */
+template <class CF>
+static bsk_status by_out(bsk_context *ctx, const struct bsk_cuda_state *st, int bf, const bsk_bsr *A, const bsk_dense *B,
+                         float alpha, float beta, bsk_dense *C, const char *name)
+{
+    if (bf) {
+        if (C->dtype == BSK_F32) return launch_small<CF, BSK_BF16, BSK_F32>(ctx, st, A, B, alpha, beta, C, name);
+        if (C->dtype == BSK_F16) return launch_small<CF, BSK_BF16, BSK_F16>(ctx, st, A, B, alpha, beta, C, name);
+        return launch_small<CF, BSK_BF16, BSK_BF16>(ctx, st, A, B, alpha, beta, C, name);
+    }
+    if (C->dtype == BSK_F32) return launch_small<CF, BSK_F16, BSK_F32>(ctx, st, A, B, alpha, beta, C, name);
+    if (C->dtype == BSK_F16) return launch_small<CF, BSK_F16, BSK_F16>(ctx, st, A, B, alpha, beta, C, name);
+    return launch_small<CF, BSK_F16, BSK_BF16>(ctx, st, A, B, alpha, beta, C, name);
+}
+/* The experiments are built for fp16 input only (fewer kernels to compile). */
+template <class CF>
+static bsk_status by_out_f16(bsk_context *ctx, const struct bsk_cuda_state *st, const bsk_bsr *A, const bsk_dense *B,
+                             float alpha, float beta, bsk_dense *C, const char *name)
+{
+    if (C->dtype == BSK_F32) return launch_small<CF, BSK_F16, BSK_F32>(ctx, st, A, B, alpha, beta, C, name);
+    if (C->dtype == BSK_F16) return launch_small<CF, BSK_F16, BSK_F16>(ctx, st, A, B, alpha, beta, C, name);
+    return launch_small<CF, BSK_F16, BSK_BF16>(ctx, st, A, B, alpha, beta, C, name);
+}
+
+bsk_status bsk_hopper_spmm_small(bsk_context *ctx, bsk_op op, float alpha, const bsk_bsr *A, const bsk_dense *B,
+                                 float beta, bsk_dense *C)
+{
+    const struct bsk_cuda_state *st = bsk_cuda_state_get(ctx);
+    if (!st) return BSK_ERR_OUT_OF_MEMORY;
+    if (st->cc_major != 9 || st->cc_minor != 0) return BSK_ERR_UNSUPPORTED; /* sm_90a code only */
+    if (op != BSK_OP_N) return BSK_ERR_UNSUPPORTED;
+    const int b = A->block_rows;
+    if (b != A->block_cols || (b != 32 && b != 16)) return BSK_ERR_UNSUPPORTED;
+    if ((A->dtype != BSK_F16 && A->dtype != BSK_BF16) || B->dtype != A->dtype) return BSK_ERR_UNSUPPORTED;
+    const size_t ces = bsk_dtype_size(C->dtype);
+    if (!ces) return BSK_ERR_UNSUPPORTED;
+    /* TMA: global strides multiples of 16 bytes, base addresses 16-byte aligned; the epilogue's 16-byte vectors
+       need the same of C. */
+    if ((B->ld * 2) % 16 || !aligned16(B->data) || (C->ld * (int64_t)ces) % 16 || !aligned16(C->data) ||
+        (A->nnzb && !aligned16(A->values)))
+        return BSK_ERR_UNSUPPORTED;
+    const int v = bsk__hopper_small_tune.variant;
+    if (v < 0) return BSK_ERR_UNSUPPORTED;
+    if (C->rows == 0 || C->cols == 0) return BSK_SUCCESS;
+    const double cells = (double)bsk_bsr_mb(A) * (double)bsk_bsr_nb(A);
+    const double density = cells > 0 ? (double)A->nnzb / cells : 0.0;
+    if (!bsk__hopper_small_tune.force && density < (b == 32 ? MIN_DENSITY_B32 : MIN_DENSITY_B16)) return BSK_ERR_UNSUPPORTED;
+    const int bf = A->dtype == BSK_BF16;
+    const char *name = b == 32 ? "hopper-wgmma-b32s" : "hopper-wgmma-b16s";
+    if (b == 32) {
+        if (v == 1 && !bf) return by_out_f16<Cfg32n>(ctx, st, A, B, alpha, beta, C, name);
+        if (v == 2 && !bf) return by_out_f16<Cfg32r>(ctx, st, A, B, alpha, beta, C, name);
+        return by_out<Cfg32>(ctx, st, bf, A, B, alpha, beta, C, name);
+    }
+    if (v == 1 && !bf) return by_out_f16<Cfg16n>(ctx, st, A, B, alpha, beta, C, name);
+    if (v == 2 && !bf) return by_out_f16<Cfg16r>(ctx, st, A, B, alpha, beta, C, name);
+    return by_out<Cfg16>(ctx, st, bf, A, B, alpha, beta, C, name);
+}

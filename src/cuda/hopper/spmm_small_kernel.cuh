@@ -1,0 +1,741 @@
+/* spmm_small_kernel.cuh — the Hopper BSR x dense SpMM for small square blocks (BS = 32 or 16), swapped operands.
+
+   C (M x N) = alpha * A (BSR, BS x BS blocks) * B (K x N row-major) + beta * C, computed as Cᵀ = Bᵀ·Aᵀ with wgmma:
+   wgmma M = 64 columns of C, wgmma N = BS = the rows of one block row, K = BS per block column. Why swapped: a
+   block of 32 or 16 rows cannot fill wgmma's M = 64, and each kept block needs its own BS x N slice of B, so a
+   one-row tile moves ~1/BS bytes of B per flop (31 KB per MFLOP at BS 32: capped near E 0.33 by the ~7.7 TB/s
+   L2 -> SM ceiling, docs/hopper-spmm-notes.md). Here a CTA owns R = 256/BS consecutive block rows (a row group)
+   x 128 columns and walks the UNION of the R rows' column lists: the B panel of a column is loaded once for all
+   rows of the group that have it (the point of the design); each present row adds only its BS x BS block.
+
+   Work item = (row group, N tile of 128 columns). A persistent grid (one CTA per SM) takes items from an atomic
+   counter in the order the prep kernels fixed: groups sorted by union length (longest first), cut into bands
+   whose A blocks fit an L2 budget; inside a band the N tile is the outer index, so the CTAs running together
+   share B panels and each group's A blocks stay in L2 across N tiles.
+
+   CTA = 3 warpgroups:
+     - WG0, the producer (setmaxnreg.dec): one warp. Per stage it takes KC entries (col, rowmask) of the group's
+       union list (32 entries per coalesced load, the next 32 one chunk ahead, shuffled out) and TMA-loads, per
+       entry, the B rows col*BS .. +BS-1 x the item's 128 columns (two 64-column boxes, 128-byte swizzle) and the
+       block of every present row into that row's fixed slot (3-D map over the values [nnzb][BS][BS], 64-byte
+       swizzle at BS 32, 32-byte at BS 16). Lane r (< R) keeps its row's next block index and advances it on its
+       mask bit, so the mainloop reads no col_idx. It writes a small meta record per stage (group, N tile, the
+       KC x R-bit masks of rows whose block was loaded, LAST / END flags). The next item's ticket, descriptor,
+       row bounds and first entries are loaded during the current item's first stages.
+     - WG1, WG2, the consumers (setmaxnreg.inc): consumer c owns columns 64c .. 64c+63 of the tile. Per stage and
+       entry it issues one wgmma m64nBSk16 per k16 step for each present row, accumulating into that row's set
+       (R fp32 sets of BS/2 registers each: 128 registers). The wgmma A operand is its 64 x BS slice of Bᵀ: the
+       B box read M-major (trans-a) from shared memory, the same tile for every row of the stage; the B operand
+       is the row's block, K-major, from its slot (64 / 32-byte swizzle descriptor). Absent rows are skipped by a
+       guard predicate on each wgmma of a compile-time unrolled loop (a branch around them made ptxas serialise
+       every wgmma). Each stage's wgmmas stay in flight while the next stage's are issued (wait_group 1): run 1
+       of session 4 waited for each stage's group and took Bᵀ through registers (ldmatrix.trans: variant 2),
+       and lost ~700 cycles per stage to that round trip.
+       After the item's LAST stage: the epilogue transposes each row's 64 x BS tile through a padded shared
+       buffer (row pitch 68 floats: conflict-free writes and 16-byte reads) and stores C rows with 16-byte
+       vectors, alpha/beta applied (beta = 0 never reads C), masked at the M and N tails.
+   Malformed device indices cannot cause out-of-bounds access: row_ptr values are clamped to [0, nnzb]; the
+   union lists hold only columns in [0, nb) and never more entries than the group's clamped range; a row's block
+   is loaded only while its index is below its clamped end; TMA never reads outside its tensors. */
+#ifndef BSK_HOPPER_SPMM_SMALL_KERNEL_CUH
+#define BSK_HOPPER_SPMM_SMALL_KERNEL_CUH
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda.h>
+#include <limits.h>
+#include <type_traits>
+#include <utility>
+#include "bsk.h" /* bsk_dtype */
+#include "ptx.cuh"
+
+/* Own namespace: spmm_kernel.cuh has templates of the same names in bsk_hopper (Cfg, OutT); identical mangled
+   names with different bodies in two translation units would be merged by the linker. */
+namespace bsk_small {
+
+using namespace bsk_hopper;
+
+/* Plain parameters of the main kernel (the tensor maps travel separately as __grid_constant__). */
+struct SmallParams {
+    const int2 *ent;        /* union entries {col, rowmask}; group g's at [order.y, order.y + order.z)          */
+    const int4 *order;      /* per rank: {group, first entry, union length, 0}; longest groups first         */
+    const int32_t *row_ptr;
+    unsigned *counter;      /* work-queue head, zeroed by the order kernel                                   */
+    void *C;
+    int64_t ldc;
+    float alpha, beta;
+    int M, N;               /* C is M x N                                                                    */
+    int mb, nb, nnzb;
+    int G;                  /* row groups                                                                    */
+    int nt;                 /* N tiles of 128 columns                                                        */
+    int band;               /* groups per band                                                               */
+    unsigned total;         /* G * nt                                                                        */
+    int diag;               /* experiments only (results wrong): 1 the records carry no rows (consumers idle,
+                               loads unchanged: the load pipeline alone), 2 no A-block loads                  */
+};
+
+enum { SM_LAST = 1, SM_END = 2 };
+
+/* Compile-time shape. KC union entries (block columns) per stage; R = 256 / BS rows per group. A stage is
+   [B box, consumer 0's 64 columns: KC*BS rows x 128 bytes][the same for consumer 1][A slots: KC x R blocks]. */
+template <int BS_, int KC_, int STAGES_, bool SS_ = true, int EPR_ = 64 / BS_>
+struct SmallCfg {
+    static constexpr int BS = BS_;
+    /* SS: Bᵀ read by wgmma from the B box in shared memory (trans-a) and each stage's wgmma group left in flight
+       while the next stage's is issued (wait_group 1); otherwise Bᵀ goes through registers (ldmatrix.trans) and
+       each stage waits for its own group (wait_group 0). */
+    static constexpr bool SS = SS_;
+    static constexpr int KC = KC_;
+    static constexpr int STAGES = STAGES_;
+    static_assert(BS_ == 32 || BS_ == 16, "BS 32 or 16");
+    static_assert(KC_ == 1 || KC_ == 2, "KC 1 or 2 (entries of one stage stay inside one 32-entry chunk)");
+    static constexpr int R = 256 / BS_;               /* block rows per group                             */
+    static constexpr int RMASK = (1 << R) - 1;
+    static constexpr int KS = BS_ / 16;               /* k16 steps per block                              */
+    static constexpr int BN = 128;                    /* columns per item                                 */
+    static constexpr int SUB_BYTES = KC_ * BS_ * 128; /* one consumer's B box(es)                         */
+    static constexpr int B_BYTES = 2 * SUB_BYTES;
+    static constexpr int BLK_BYTES = BS_ * BS_ * 2;
+    static constexpr int A_BYTES = KC_ * R * BLK_BYTES;
+    static constexpr int STAGE_BYTES = B_BYTES + A_BYTES;
+    static_assert(STAGE_BYTES % 1024 == 0, "stages stay 1024-byte aligned (128-byte swizzle of the B boxes)");
+    static constexpr int ENTRY_B_BYTES = 2 * BS_ * 128; /* the B bytes of one entry (both consumers)        */
+    /* A blocks: K-major B operand, rows of BS*2 bytes, swizzle of that width; 8-row groups SBO apart */
+    static constexpr uint32_t A_SWZ = BS_ == 32 ? 2u : 3u; /* descriptor mode: 64-byte, 32-byte           */
+    static constexpr uint32_t A_SBO = 8u * BS_ * 2u;
+    /* epilogue staging per consumer: EPR block rows (EPR * BS C rows) x 64 columns fp32, row pitch 68 floats */
+    static constexpr int PITCH = 68;
+    static constexpr int EPR = EPR_;
+    static_assert(EPR_ >= 1 && (256 / BS_) % EPR_ == 0, "EPR divides R");
+    static constexpr int STG_ROWS = EPR_ * BS_;
+    static constexpr int STG_WG_BYTES = STG_ROWS * PITCH * 4;
+    static constexpr int STG_OFF = STAGES_ * STAGE_BYTES;
+    static constexpr int BAR_OFF = STG_OFF + 2 * STG_WG_BYTES;
+    static constexpr int META_OFF = BAR_OFF + 2 * STAGES_ * 8;
+    static constexpr int SMEM = META_OFF + STAGES_ * 16 + 1024; /* + slack to align the base to 1024        */
+    static constexpr int THREADS = 384;
+};
+
+/* ---------------------------------------------------------------- prep 1: the union lists */
+
+#define SMALL_UNION_THREADS 256
+#define SMALL_UNION_CH 4096 /* columns per pass of the shared mask array (16 KB) */
+
+/* One CTA per row group (grid-stride). The group's rows are scattered into a shared array of R-bit row masks
+   over a window of SMALL_UNION_CH columns (integer atomicOr: order-free), which is compacted in column order into
+   ent[gs ..], gs = the group's first block (clamped row_ptr), at most (group's clamped end - gs) entries: the
+   union of the rows' columns is never longer than their blocks together, so groups never overlap for a valid
+   row_ptr (and every write stays inside [0, nnzb) for any row_ptr). The next window starts at the smallest
+   column past the current one, so empty stretches of a wide matrix cost nothing. ginfo[g] = {gs, length}.
+   Columns outside [0, nb) are left out. */
+__global__ void __launch_bounds__(SMALL_UNION_THREADS)
+    small_union_kernel(const int32_t *__restrict__ row_ptr, const int32_t *__restrict__ col_idx, int mb, int nb,
+                       int nnzb, int R, int G, int2 *__restrict__ ent, int2 *__restrict__ ginfo)
+{
+    __shared__ uint32_t mask[SMALL_UNION_CH];
+    __shared__ int rs_s[16], re_s[16];
+    __shared__ int warp_tot[SMALL_UNION_THREADS / 32];
+    __shared__ int next_s;
+    const int tid = threadIdx.x, lane = tid & 31, w = tid >> 5;
+    constexpr int PER = SMALL_UNION_CH / SMALL_UNION_THREADS; /* consecutive columns per thread in the compaction */
+    for (int g = blockIdx.x; g < G; g += gridDim.x) {
+        const int row0 = g * R, nr = min(R, mb - row0);
+        auto clampi = [&](int v) { return min(max(v, 0), nnzb); };
+        const int gs = clampi(row_ptr[row0]), ge = clampi(row_ptr[row0 + nr]);
+        const int cap = max(ge - gs, 0);
+        if (tid < nr) {
+            const int a = clampi(row_ptr[row0 + tid]), b = clampi(row_ptr[row0 + tid + 1]);
+            rs_s[tid] = a;
+            re_s[tid] = max(a, b);
+        }
+        int count = 0, c0 = 0;
+        __syncthreads();
+        while (c0 < nb) {
+            for (int i = tid; i < SMALL_UNION_CH; i += SMALL_UNION_THREADS) mask[i] = 0u;
+            if (tid == 0) next_s = INT_MAX;
+            __syncthreads();
+            int nxt = INT_MAX;
+            for (int r = 0; r < nr; ++r)
+                for (int k = rs_s[r] + tid; k < re_s[r]; k += SMALL_UNION_THREADS) {
+                    const int c = __ldg(col_idx + k);
+                    if (c < c0 || c >= nb) continue;
+                    if (c - c0 < SMALL_UNION_CH) atomicOr(&mask[c - c0], 1u << r);
+                    else nxt = min(nxt, c);
+                }
+            if (nxt != INT_MAX) atomicMin(&next_s, nxt);
+            __syncthreads();
+            /* compaction: thread tid owns columns tid*PER .. +PER-1 of the window */
+            int n = 0;
+#pragma unroll
+            for (int q = 0; q < PER; ++q) n += mask[tid * PER + q] != 0u;
+            int x = n;
+            for (int o = 1; o < 32; o <<= 1) {
+                const int y = __shfl_up_sync(0xffffffffu, x, o);
+                if (lane >= o) x += y;
+            }
+            if (lane == 31) warp_tot[w] = x;
+            __syncthreads();
+            int before = 0, total = 0;
+#pragma unroll
+            for (int i = 0; i < SMALL_UNION_THREADS / 32; ++i) {
+                const int v = warp_tot[i];
+                before += i < w ? v : 0;
+                total += v;
+            }
+            int pos = count + before + x - n;
+#pragma unroll
+            for (int q = 0; q < PER; ++q) {
+                const uint32_t m = mask[tid * PER + q];
+                if (m) {
+                    if (pos < cap) ent[gs + pos] = make_int2(c0 + tid * PER + q, (int)m);
+                    ++pos;
+                }
+            }
+            count += total;
+            const int nx = next_s;
+            __syncthreads(); /* mask, warp_tot and next_s are rewritten by the next window */
+            c0 = nx;         /* INT_MAX (>= nb) when no column lies past the window */
+        }
+        if (tid == 0) ginfo[g] = make_int2(gs, min(count, cap));
+        __syncthreads(); /* rs_s / re_s are rewritten by the next group */
+    }
+}
+
+/* ---------------------------------------------------------------- prep 2: the item order */
+
+/* One CTA of 1024 threads: a counting sort of the groups by union length, longest first (lengths past 1023 share
+   the top bin), writing order[rank] = {group, first entry, length, 0}; zeroes the queue head. It lets the main
+   kernel start at once (programmatic dependent launch); that kernel waits for this one's memory first. */
+__global__ void __launch_bounds__(1024, 1)
+    small_order_kernel(const int2 *__restrict__ ginfo, int G, int4 *__restrict__ order, unsigned *__restrict__ counter)
+{
+    grid_dep_launch();
+    __shared__ int hist[1024];
+    __shared__ int warp_tot[32];
+    const int tid = threadIdx.x, lane = tid & 31, w = tid >> 5;
+    hist[tid] = 0;
+    if (tid == 0) *counter = 0u;
+    __syncthreads();
+    for (int g = tid; g < G; g += 1024) atomicAdd(&hist[1023 - min(ginfo[g].y, 1023)], 1);
+    __syncthreads();
+    int v = hist[tid], x = v;
+    for (int o = 1; o < 32; o <<= 1) {
+        const int y = __shfl_up_sync(0xffffffffu, x, o);
+        if (lane >= o) x += y;
+    }
+    if (lane == 31) warp_tot[w] = x;
+    __syncthreads();
+    if (w == 0) {
+        const int t = warp_tot[lane];
+        int s = t;
+        for (int o = 1; o < 32; o <<= 1) {
+            const int y = __shfl_up_sync(0xffffffffu, s, o);
+            if (lane >= o) s += y;
+        }
+        warp_tot[lane] = s - t;
+    }
+    __syncthreads();
+    hist[tid] = warp_tot[w] + x - v;
+    __syncthreads();
+    for (int g = tid; g < G; g += 1024) {
+        const int2 gi = ginfo[g];
+        const int pos = atomicAdd(&hist[1023 - min(gi.y, 1023)], 1);
+        order[pos] = make_int4(g, gi.x, gi.y, 0);
+    }
+}
+
+/* ---------------------------------------------------------------- epilogue helpers */
+
+template <int CT> struct SOut;
+template <> struct SOut<BSK_F32> { /* 4 elements = 16 bytes */
+    static constexpr int V = 4;
+    static __device__ __forceinline__ void ld(const char *q, float *o)
+    {
+        const float4 v = *(const float4 *)q;
+        o[0] = v.x; o[1] = v.y; o[2] = v.z; o[3] = v.w;
+    }
+    static __device__ __forceinline__ void st(char *q, const float *o) { *(float4 *)q = make_float4(o[0], o[1], o[2], o[3]); }
+    static __device__ __forceinline__ float ld1(const char *q) { return *(const float *)q; }
+    static __device__ __forceinline__ void st1(char *q, float v) { *(float *)q = v; }
+};
+template <> struct SOut<BSK_F16> { /* 8 elements = 16 bytes */
+    static constexpr int V = 8;
+    static __device__ __forceinline__ void ld(const char *q, float *o)
+    {
+        const uint4 u = *(const uint4 *)q;
+        const uint32_t w[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            const float2 f = __half22float2(*(const __half2 *)&w[i]);
+            o[2 * i] = f.x;
+            o[2 * i + 1] = f.y;
+        }
+    }
+    static __device__ __forceinline__ void st(char *q, const float *o)
+    {
+        uint32_t w[4];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            const __half2 h = __floats2half2_rn(o[2 * i], o[2 * i + 1]);
+            w[i] = *(const uint32_t *)&h;
+        }
+        *(uint4 *)q = make_uint4(w[0], w[1], w[2], w[3]);
+    }
+    static __device__ __forceinline__ float ld1(const char *q) { return __half2float(*(const __half *)q); }
+    static __device__ __forceinline__ void st1(char *q, float v) { *(__half *)q = __float2half_rn(v); }
+};
+template <> struct SOut<BSK_BF16> {
+    static constexpr int V = 8;
+    static __device__ __forceinline__ void ld(const char *q, float *o)
+    {
+        const uint4 u = *(const uint4 *)q;
+        const uint32_t w[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            const float2 f = __bfloat1622float2(*(const __nv_bfloat162 *)&w[i]);
+            o[2 * i] = f.x;
+            o[2 * i + 1] = f.y;
+        }
+    }
+    static __device__ __forceinline__ void st(char *q, const float *o)
+    {
+        uint32_t w[4];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            const __nv_bfloat162 h = __floats2bfloat162_rn(o[2 * i], o[2 * i + 1]);
+            w[i] = *(const uint32_t *)&h;
+        }
+        *(uint4 *)q = make_uint4(w[0], w[1], w[2], w[3]);
+    }
+    static __device__ __forceinline__ float ld1(const char *q) { return __bfloat162float(*(const __nv_bfloat16 *)q); }
+    static __device__ __forceinline__ void st1(char *q, float v) { *(__nv_bfloat16 *)q = __float2bfloat16_rn(v); }
+};
+
+/* ROWS staged rows (pitch PITCH floats) x 64 columns to C rows row0.., columns col0.. of this consumer: each of the
+   128 threads takes 16-byte output chunks (consecutive threads along a row: coalesced), alpha/beta applied,
+   rows >= M and columns >= N left alone. C's base and row stride are 16-byte aligned (the launcher checks), col0
+   is a multiple of 64, so a chunk is one aligned vector unless it crosses N. */
+template <int CT, int PITCH, int ROWS>
+__device__ __forceinline__ void small_store_rows(const float *stg, char *C, int64_t ldc, int64_t row0, int col0, int M,
+                                                 int N, float alpha, float beta, int tw)
+{
+    constexpr int V = SOut<CT>::V, ES = CT == BSK_F32 ? 4 : 2, CPR = 64 / V; /* chunks per row */
+#pragma unroll 1 /* unrolled, it made ptxas serialise the mainloop's wgmmas in one configuration (C7520) */
+    for (int q = tw; q < ROWS * CPR; q += 128) {
+        const int rr = q / CPR, cc = q % CPR;
+        const int64_t gr = row0 + rr;
+        const int col = col0 + cc * V;
+        if (gr >= M || col >= N) continue;
+        const float *sp = stg + rr * PITCH + cc * V;
+        float o[V];
+#pragma unroll
+        for (int e = 0; e < V; e += 4) {
+            const float4 f = *(const float4 *)(sp + e);
+            o[e] = alpha * f.x;
+            o[e + 1] = alpha * f.y;
+            o[e + 2] = alpha * f.z;
+            o[e + 3] = alpha * f.w;
+        }
+        char *gp = C + (gr * ldc + col) * ES;
+        if (col + V <= N) {
+            if (beta != 0.0f) {
+                float old[V];
+                SOut<CT>::ld(gp, old);
+#pragma unroll
+                for (int e = 0; e < V; ++e) o[e] += beta * old[e];
+            }
+            SOut<CT>::st(gp, o);
+        } else {
+#pragma unroll
+            for (int e = 0; e < V; ++e)
+                if (col + e < N) {
+                    float v = o[e];
+                    if (beta != 0.0f) v += beta * SOut<CT>::ld1(gp + e * ES);
+                    SOut<CT>::st1(gp + e * ES, v);
+                }
+        }
+    }
+}
+
+/* f(integral_constant<int, 0>), ..., f(integral_constant<int, N-1>): a loop whose index is a compile-time constant
+   in the body (an accumulator array indexed by it stays in registers). */
+template <class F, int... I>
+__device__ __forceinline__ void static_for_impl(F &&f, std::integer_sequence<int, I...>)
+{
+    (f(std::integral_constant<int, I>{}), ...);
+}
+template <int N, class F> __device__ __forceinline__ void static_for(F &&f)
+{
+    static_for_impl(f, std::make_integer_sequence<int, N>{});
+}
+
+/* ---------------------------------------------------------------- main kernel */
+
+template <int BS, int DT> struct SMma;
+template <> struct SMma<32, BSK_F16> {
+    static __device__ __forceinline__ void run(float *d, uint32_t *a, uint64_t b, int on)
+    {
+        wgmma_m64n32k16_rs_f16_if<0>(d, a[0], a[1], a[2], a[3], b, 1, on);
+    }
+};
+template <> struct SMma<32, BSK_BF16> {
+    static __device__ __forceinline__ void run(float *d, uint32_t *a, uint64_t b, int on)
+    {
+        wgmma_m64n32k16_rs_bf16_if<0>(d, a[0], a[1], a[2], a[3], b, 1, on);
+    }
+};
+template <> struct SMma<16, BSK_F16> {
+    static __device__ __forceinline__ void run(float *d, uint32_t *a, uint64_t b, int on)
+    {
+        wgmma_m64n16k16_rs_f16_if<0>(d, a[0], a[1], a[2], a[3], b, 1, on);
+    }
+};
+template <> struct SMma<16, BSK_BF16> {
+    static __device__ __forceinline__ void run(float *d, uint32_t *a, uint64_t b, int on)
+    {
+        wgmma_m64n16k16_rs_bf16_if<0>(d, a[0], a[1], a[2], a[3], b, 1, on);
+    }
+};
+
+template <int BS, int DT> struct SMmaSS;
+template <> struct SMmaSS<32, BSK_F16> {
+    static __device__ __forceinline__ void run(float *d, uint64_t a, uint64_t b, int on)
+    {
+        wgmma_m64n32k16_ss_f16_if<1, 0>(d, a, b, 1, on);
+    }
+};
+template <> struct SMmaSS<32, BSK_BF16> {
+    static __device__ __forceinline__ void run(float *d, uint64_t a, uint64_t b, int on)
+    {
+        wgmma_m64n32k16_ss_bf16_if<1, 0>(d, a, b, 1, on);
+    }
+};
+template <> struct SMmaSS<16, BSK_F16> {
+    static __device__ __forceinline__ void run(float *d, uint64_t a, uint64_t b, int on)
+    {
+        wgmma_m64n16k16_ss_f16_if<1, 0>(d, a, b, 1, on);
+    }
+};
+template <> struct SMmaSS<16, BSK_BF16> {
+    static __device__ __forceinline__ void run(float *d, uint64_t a, uint64_t b, int on)
+    {
+        wgmma_m64n16k16_ss_bf16_if<1, 0>(d, a, b, 1, on);
+    }
+};
+
+/* Registers per thread after setmaxnreg: 128 x PRODUCER + 256 x CONSUMER <= 384 x 168 (what the CTA got). */
+constexpr int SMALL_PRODUCER_REGS = 56, SMALL_CONSUMER_REGS = 224;
+static_assert(128 * SMALL_PRODUCER_REGS + 256 * SMALL_CONSUMER_REGS <= 384 * 168, "register budget");
+
+template <class CF, int DT, int CT>
+__global__ void __launch_bounds__(384, 1)
+    small_spmm_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB,
+                      const SmallParams p)
+{
+    constexpr int R = CF::R, BS = CF::BS, KC = CF::KC;
+    extern __shared__ uint8_t smem_raw[];
+    uint8_t *smem = (uint8_t *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
+    const uint32_t sbase = smem_u32(smem);
+    const uint32_t full0 = sbase + CF::BAR_OFF, empty0 = full0 + 8 * CF::STAGES;
+    int4 *meta = (int4 *)(smem + CF::META_OFF);
+    const int wg = threadIdx.x >> 7, warp = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31;
+
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < CF::STAGES; ++s) {
+            mbar_init(full0 + 8 * s, 1);
+            mbar_init(empty0 + 8 * s, 8); /* one arrival per consumer warp */
+        }
+        mbar_init_fence();
+        tma_prefetch_desc(&tmA);
+        tma_prefetch_desc(&tmB);
+    }
+    __syncthreads();
+    grid_dep_wait(); /* the prep kernels' lists, order and counter are visible from here on */
+
+    if (wg == 0) {
+        /* ------------------------------------------------------------ producer */
+        setmaxnreg_dec<SMALL_PRODUCER_REGS>();
+        if (warp != 0) return;
+        uint32_t s = 0, ph = 0;
+        const unsigned total = p.total;
+        auto fetch = [&]() -> unsigned { return lane == 0 ? atomicAdd(p.counter, 1u) : 0u; };
+        /* lane 0: wait for the slot, publish the meta record, arm the full barrier (loads follow) */
+        auto open_stage = [&](int4 mv, uint32_t bytes) {
+            const uint32_t fb = full0 + 8 * s;
+            mbar_wait(empty0 + 8 * s, ph ^ 1);
+            meta[s] = mv;
+            if (bytes) mbar_arrive_expect_tx(fb, bytes);
+            else mbar_arrive(fb);
+        };
+        /* item t -> {group, N tile, first entry, union length} (two dependent loads: the order entry) */
+        auto desc_of = [&](unsigned t) -> int4 {
+            const unsigned per_band = (unsigned)p.band * (unsigned)p.nt;
+            const unsigned fr = (t / per_band) * (unsigned)p.band;
+            const unsigned bsz = min((unsigned)p.band, (unsigned)p.G - fr);
+            const unsigned w = t - fr * (unsigned)p.nt;
+            const int4 o = p.order[fr + w % bsz];
+            return make_int4(o.x, (int)(w / bsz), o.y, o.z);
+        };
+        /* lane r < R: the block range of row g*R + r, clamped (empty past mb) */
+        auto rows_of = [&](int g, int &k, int &e) {
+            const int r = g * R + lane;
+            k = e = 0;
+            if (lane < R && r < p.mb) {
+                k = min(max(__ldg(p.row_ptr + r), 0), p.nnzb);
+                e = max(min(max(__ldg(p.row_ptr + r + 1), 0), p.nnzb), k);
+            }
+        };
+        /* lane l holds entry base + l of the item's list, or {-1, 0} past its end */
+        auto chunk = [&](int es, int ul, int base) -> int2 {
+            return base + lane < ul ? __ldg(p.ent + es + base + lane) : make_int2(-1, 0);
+        };
+
+        unsigned t = __shfl_sync(0xffffffffu, fetch(), 0);
+        int4 d = make_int4(0, 0, 0, 0);
+        int rk = 0, re = 0;
+        int2 c0 = make_int2(-1, 0), c1 = make_int2(-1, 0);
+        if (t < total) {
+            d = desc_of(t);
+            rows_of(d.x, rk, re);
+            c0 = chunk(d.z, d.w, 0);
+            c1 = chunk(d.z, d.w, 32);
+        }
+        for (;;) {
+            if (t >= total) {
+                if (lane == 0) open_stage(make_int4(0, 0, 0, SM_END), 0);
+                break;
+            }
+            const unsigned pend = fetch(); /* the next item's ticket, taken one item ahead */
+            /* look-ahead on the next item: its descriptor after this item's 2nd stage, its rows and first entries
+               after the 3rd (the rest after the last stage for shorter items) */
+            int la = 0;
+            unsigned tn = 0;
+            int4 nd = make_int4(0, 0, 0, 0);
+            int nrk = 0, nre = 0;
+            int2 nc0 = make_int2(-1, 0), nc1 = make_int2(-1, 0);
+            auto look = [&]() {
+                if (la == 0) {
+                    tn = __shfl_sync(0xffffffffu, pend, 0);
+                    if (tn < total) nd = desc_of(tn);
+                } else {
+                    if (tn < total) {
+                        rows_of(nd.x, nrk, nre);
+                        nc0 = chunk(nd.z, nd.w, 0);
+                        nc1 = chunk(nd.z, nd.w, 32);
+                    }
+                }
+                ++la;
+            };
+            const int g = d.x, ntile = d.y, es = d.z, ul = d.w;
+            const int n0 = ntile * CF::BN;
+            if (ul <= 0) { /* no blocks in the group: one empty stage, the epilogue writes alpha*0 (+ beta*C) */
+                if (lane == 0) open_stage(make_int4(g, ntile, 0, SM_LAST), 0);
+                if (++s == CF::STAGES) { s = 0; ph ^= 1; }
+            }
+            int done = 0;
+            for (int e = 0; e < ul; e += KC) {
+                if (e > 0 && (e & 31) == 0) { /* next window of 32 entries; the one after is loaded ahead */
+                    c0 = c1;
+                    c1 = chunk(es, ul, e + 32);
+                }
+                int col[KC], blk[KC];
+                bool val[KC];
+                uint32_t masks = 0, bytes = 0;
+#pragma unroll
+                for (int j = 0; j < KC; ++j) {
+                    const int idx = (e + j) & 31;
+                    col[j] = __shfl_sync(0xffffffffu, c0.x, idx);
+                    const int m = __shfl_sync(0xffffffffu, c0.y, idx);
+                    const bool in = e + j < ul && (unsigned)col[j] < (unsigned)p.nb;
+                    const bool mine = in && lane < R && ((m >> lane) & 1);
+                    blk[j] = rk;
+                    val[j] = mine && rk < re;
+                    rk += mine ? 1 : 0;
+                    const uint32_t vm = __ballot_sync(0xffffffffu, val[j]) & (uint32_t)CF::RMASK;
+                    masks |= vm << (j * R);
+                    bytes += vm ? (uint32_t)CF::ENTRY_B_BYTES + (p.diag == 2 ? 0u : (uint32_t)__popc(vm) * (uint32_t)CF::BLK_BYTES) : 0u;
+                }
+                const bool last = e + KC >= ul;
+                if (lane == 0) open_stage(make_int4(g, ntile, p.diag == 1 ? 0 : (int)masks, last ? SM_LAST : 0), bytes);
+                __syncwarp(); /* the barrier is armed before any load can complete on it */
+                const uint32_t fb = full0 + 8 * s;
+                const uint32_t st = sbase + s * CF::STAGE_BYTES;
+#pragma unroll
+                for (int j = 0; j < KC; ++j) {
+                    const uint32_t vm = (masks >> (j * R)) & (uint32_t)CF::RMASK;
+                    if (lane == 0 && vm) {
+#pragma unroll
+                        for (int q = 0; q < 2; ++q)
+                            tma_load_2d(st + q * CF::SUB_BYTES + j * BS * 128, &tmB, fb, n0 + 64 * q, col[j] * BS);
+                    }
+                    if (val[j] && p.diag != 2) tma_load_3d(st + CF::B_BYTES + (j * R + lane) * CF::BLK_BYTES, &tmA, fb, 0, 0, blk[j]);
+                }
+                if (++s == CF::STAGES) { s = 0; ph ^= 1; }
+                ++done;
+                if (la < 2 && done >= 2 + la) look();
+            }
+            while (la < 2) look();
+            t = tn;
+            d = nd;
+            rk = nrk;
+            re = nre;
+            c0 = nc0;
+            c1 = nc1;
+        }
+    } else {
+        /* ------------------------------------------------------------ consumers */
+        setmaxnreg_inc<SMALL_CONSUMER_REGS>();
+        const int c = wg - 1;
+        float acc[R][BS / 2];
+        uint32_t s = 0, ph = 0;
+        /* (register path) ldmatrix.x4.trans addresses: lane l feeds matrix l/8, row l%8: matrices 0/1 (k 0-7) and
+           2/3 (k 8-15) of columns 16w + 0-7 / 8-15. In the 128-byte swizzled box, row kr's 16-byte chunk q sits at
+           q ^ (kr % 8), and kr % 8 = l % 8 for every k16 step, so each lane's chunk is fixed. */
+        const int lrow = (lane & 7) + 8 * ((lane >> 4) & 1);
+        const uint32_t lchunk = (uint32_t)((2 * warp + ((lane >> 3) & 1)) ^ (lane & 7));
+        const uint32_t lofs = (uint32_t)lrow * 128u + (lchunk << 4) + (uint32_t)c * CF::SUB_BYTES;
+        auto wait_full = [&]() { mbar_wait(full0 + 8 * s, ph); };
+        auto release = [&](uint32_t slot) { /* one arrival per warp (the lane that read the record) */
+            __syncwarp();
+            if (lane == 0) mbar_arrive(empty0 + 8 * slot);
+        };
+        /* the record's masks and flags, through lane 0 (stage_record_read's reasoning) */
+        auto read_mf = [&](int &masks, int &fl) {
+            int mz = 0, mw = 0;
+            if (lane == 0) {
+                mz = meta[s].z;
+                mw = meta[s].w;
+            }
+            masks = __shfl_sync(0xffffffffu, mz, 0);
+            fl = __shfl_sync(0xffffffffu, mw, 0);
+        };
+        /* One stage's wgmmas for the rows in `masks` (guarded off for the others: see wgmma_*_if), not waited for.
+           SS: Bᵀ straight from the B box: its 64 (n) x 16 (k) tile, stored k-row-major, is M-major for wgmma
+           (trans-a), 128-byte swizzled, 8-row groups 1024 bytes apart (the op-T layout of spmm_kernel.cuh).
+           Otherwise: Bᵀ through registers (ldmatrix.trans into the A fragment), reused for every row. */
+        auto issue = [&](int masks) {
+            const uint32_t st = sbase + s * CF::STAGE_BYTES;
+            if constexpr (CF::SS) {
+                wgmma_fence();
+#pragma unroll
+                for (int j = 0; j < KC; ++j) {
+                    const int mj = (masks >> (j * R)) & CF::RMASK;
+#pragma unroll
+                    for (int r = 0; r < R; ++r) {
+                        const uint32_t ab = st + CF::B_BYTES + (uint32_t)((j * R + r) * CF::BLK_BYTES);
+#pragma unroll
+                        for (int ks = 0; ks < CF::KS; ++ks)
+                            SMmaSS<BS, DT>::run(acc[r],
+                                                smem_desc(st + (uint32_t)c * CF::SUB_BYTES + (uint32_t)(j * BS + 16 * ks) * 128u,
+                                                          8192u, 1024u),
+                                                smem_desc_swz(ab + 32u * ks, 16u, CF::A_SBO, CF::A_SWZ), (mj >> r) & 1);
+                    }
+                }
+            } else {
+                uint32_t a[KC][CF::KS][4];
+#pragma unroll
+                for (int j = 0; j < KC; ++j)
+#pragma unroll
+                    for (int ks = 0; ks < CF::KS; ++ks)
+                        ldmatrix_x4_trans(st + lofs + (uint32_t)(j * BS + 16 * ks) * 128u, a[j][ks][0], a[j][ks][1],
+                                          a[j][ks][2], a[j][ks][3]);
+                wgmma_fence();
+#pragma unroll
+                for (int j = 0; j < KC; ++j) {
+                    const int mj = (masks >> (j * R)) & CF::RMASK;
+#pragma unroll
+                    for (int r = 0; r < R; ++r) {
+                        const uint32_t ab = st + CF::B_BYTES + (uint32_t)((j * R + r) * CF::BLK_BYTES);
+#pragma unroll
+                        for (int ks = 0; ks < CF::KS; ++ks)
+                            SMma<BS, DT>::run(acc[r], a[j][ks], smem_desc_swz(ab + 32u * ks, 16u, CF::A_SBO, CF::A_SWZ),
+                                              (mj >> r) & 1);
+                    }
+                }
+            }
+        };
+        float *stg = (float *)(smem + CF::STG_OFF + c * CF::STG_WG_BYTES);
+        const uint32_t stg_u = sbase + CF::STG_OFF + (uint32_t)c * CF::STG_WG_BYTES;
+        const int tw = threadIdx.x & 127;
+        for (;;) {
+            wait_full();
+            const int4 m = stage_record_read(&meta[s], lane);
+            if (m.w & SM_END) break;
+            const int g = m.x, ntile = m.y;
+#pragma unroll
+            for (int r = 0; r < R; ++r)
+#pragma unroll
+                for (int i = 0; i < BS / 2; ++i) acc[r][i] = 0.0f;
+#pragma unroll
+            for (int r = 0; r < R; ++r)
+#pragma unroll
+                for (int i = 0; i < BS / 2; ++i) reg_fence(acc[r][i]);
+            int masks = m.z, fl = m.w;
+            if constexpr (CF::SS) {
+                /* the stage before this one stays in flight while this one is issued: a consumer does not wait
+                   for its own wgmmas each stage (a group per stage, empty when no row has the column) */
+                uint32_t prev = 0xffffffffu;
+                for (;;) {
+                    if (masks) issue(masks);
+                    wgmma_commit();
+                    wgmma_wait<1>();
+                    if (prev != 0xffffffffu) release(prev);
+                    prev = s;
+                    if (++s == CF::STAGES) { s = 0; ph ^= 1; }
+                    if (fl & SM_LAST) break;
+                    wait_full();
+                    read_mf(masks, fl);
+                }
+                wgmma_wait<0>();
+                release(prev);
+            } else {
+                for (;;) {
+                    if (masks) {
+                        issue(masks);
+                        wgmma_commit();
+                        wgmma_wait<0>();
+                    }
+                    release(s);
+                    if (++s == CF::STAGES) { s = 0; ph ^= 1; }
+                    if (fl & SM_LAST) break;
+                    wait_full();
+                    read_mf(masks, fl);
+                }
+            }
+#pragma unroll
+            for (int r = 0; r < R; ++r)
+#pragma unroll
+                for (int i = 0; i < BS / 2; ++i) reg_fence(acc[r][i]);
+            /* epilogue: EPR block rows (STG_ROWS C rows) per pass through the staging buffer; the passes are unrolled
+               at compile time (static_for) so that every accumulator index is a constant (else they go to local
+               memory) */
+            const int64_t grow0 = (int64_t)g * R * BS;
+            const int col0 = ntile * CF::BN + 64 * c;
+            const int mrow = 16 * warp + (lane >> 2);
+            static_for<R / CF::EPR>([&](auto Pc) {
+                constexpr int P = decltype(Pc)::value;
+                named_bar_sync(1 + c, 128); /* the previous pass (or item) has read the buffer */
+#pragma unroll
+                for (int rr = 0; rr < CF::EPR; ++rr)
+#pragma unroll
+                    for (int i = 0; i < BS / 2; ++i) {
+                        const int mm = mrow + 8 * ((i >> 1) & 1);
+                        const int rp = 8 * (i >> 2) + 2 * (lane & 3) + (i & 1);
+                        /* an inline-asm store (plain C++ stores of the accumulators here went with ptxas
+                           serialising the mainloop's guarded wgmmas, C7520, in one version of this code) */
+                        asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(stg_u + 4u * (uint32_t)((rr * BS + rp) * CF::PITCH + mm)),
+                                     "f"(acc[P * CF::EPR + rr][i])
+                                     : "memory");
+                    }
+                named_bar_sync(1 + c, 128);
+                /* no branch around this (rows past M and columns past N are masked inside) and C's dtype a
+                   template parameter: either a branch here made ptxas serialise the mainloop's wgmmas (C7520) */
+                small_store_rows<CT, CF::PITCH, CF::STG_ROWS>(stg, (char *)p.C, p.ldc, grow0 + (int64_t)P * CF::STG_ROWS,
+                                                              col0, p.M, p.N, p.alpha, p.beta, tw);
+            });
+        }
+    }
+}
+
+} // namespace bsk_small
+#endif
