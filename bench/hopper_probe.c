@@ -169,13 +169,14 @@ static void run_spmm(void *p)
 
 int main(int argc, char **argv)
 {
-    int quick = 0, variants = 0, cf32 = 0, ncu = 0, d1 = 0, ring4 = 0;
+    int quick = 0, variants = 0, cf32 = 0, ncu = 0, d1 = 0, ring4 = 0, bands = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) quick = 1;
         else if (!strcmp(argv[i], "--variants")) variants = 1;
         else if (!strcmp(argv[i], "--cf32")) cf32 = 1;
         else if (!strcmp(argv[i], "--ncu")) ncu = 1; /* each kernel once, no checks: for a profiler run */
         else if (!strcmp(argv[i], "--d1")) d1 = 1;
+        else if (!strcmp(argv[i], "--bands")) bands = 1; /* the band L2 budget (8 / 16 / 32 MB) and L2 hints */
         else if (!strcmp(argv[i], "--ring4")) ring4 = 1; /* 4 ring stages + two store rounds vs 3 + one */   /* add the full pattern (d = 1): the kernel as a dense GEMM */
         else if (!strcmp(argv[i], "--size") && i + 1 < argc) M_ = N_ = K_ = atoll(argv[++i]);
         else if (!strcmp(argv[i], "--iters") && i + 1 < argc) ITERS = atoi(argv[++i]);
@@ -286,6 +287,19 @@ int main(int argc, char **argv)
             for (int di = 0; di < 4; di++)
                 for (int k = 0; k < 2; k++)
                     ADD(.b = bi ? 64 : 128, .d = dd[di], .r4 = 2 - k, .tag = k ? "3 stages" : "4 stages, 2 rounds");
+    }
+    if (bands) { /* DRAM re-reads (ncu: b128 d .25 reads 649 MB, ~2x the band model): band budget and L2 hints */
+        const double dd[3] = {0.10, 0.25, 0.50};
+        for (int bi = 0; bi < 2; bi++)
+            for (int di = 0; di < 3; di++) {
+                if (bi && di != 1) continue;
+                const int b = bi ? 64 : 128;
+                ADD(.b = b, .d = dd[di], .band = 8, .tag = "band 8 MB");
+                ADD(.b = b, .d = dd[di], .tag = "band 16 MB (default)");
+                ADD(.b = b, .d = dd[di], .band = 32, .tag = "band 32 MB");
+                ADD(.b = b, .d = dd[di], .l2h = 1, .tag = "band 16 MB + L2 hints");
+                ADD(.b = b, .d = dd[di], .band = 4, .tag = "band 4 MB");
+            }
     }
     if (d1) { /* every block kept: what the mainloop does with no sparsity at all, same tile as cuBLAS-class GEMMs */
         ADD(.b = 128, .d = 1.0, .tag = "full pattern");
