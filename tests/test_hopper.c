@@ -218,9 +218,11 @@ BSK_TEST(gpu_hopper_spmm_persistent_few_ctas)
         run_device_case(t, ctx, &A, N, 0, 0, BSK_F32, 1.0f, 0.0f, 1);
         run_device_case(t, ctx, &A, N, 8, 0, BSK_BF16, 0.5f, 1.0f, 1);
         run_device_case(t, ctx, &A, N, 0, 8, BSK_F16, 0.5f, 0.0f, 1); /* staging buffer reused item after item */
-        bsk__hopper_tune.ring4 = 2; /* 4 stages, the tile staged in two rounds (b128 and paired b64) */
+        /* the default TMA-store epilogue (4 stages, the tile staged in two rounds) with N not a multiple of 128 */
+        run_device_case(t, ctx, &A, N + 8 * 17, 0, 0, BSK_BF16, 1.5f, 0.0f, 1);
+        bsk__hopper_tune.ring4 = 1; /* the 3-stage, whole-tile configurations (no longer the default) */
         run_device_case(t, ctx, &A, N, 0, 0, v == 2 ? BSK_BF16 : BSK_F16, 0.5f, 0.0f, 1);
-        run_device_case(t, ctx, &A, N + 8 * 17, 0, 0, BSK_BF16, 1.5f, 0.0f, 1); /* N not a multiple of 128 */
+        run_device_case(t, ctx, &A, N + 8 * 17, 0, 0, BSK_BF16, 1.5f, 0.0f, 1);
         bsk__hopper_tune.ring4 = 0;
         bsk_bsr_free(&A);
     }
@@ -500,7 +502,8 @@ BSK_TEST(gpu_hopper_spmm_op_t)
         const int64_t No = 2 * bsk_rng_int(r, 60, 150) + 1;
         run_device_case_op(t, ctx, BSK_OP_T, &E, No, 8 - No % 8, 8 - No % 8, BSK_F32, 1.5f, 0.0f, 1);
         run_device_case_op(t, ctx, BSK_OP_T, &E, 264, 0, 0, BSK_F16, 1.0f, 0.0f, 1); /* TMA-store epilogue */
-        bsk__hopper_tune.ring4 = 2; /* ... with 4 stages and two store rounds */
+        bsk__hopper_tune.ring4 = 1; /* ... the 3-stage, whole-tile configuration (the default, 4 stages and two
+                                       store rounds, ran just above) */
         run_device_case_op(t, ctx, BSK_OP_T, &E, 264, 0, 0, BSK_BF16, 1.0f, 0.0f, 1);
         bsk__hopper_tune.ring4 = 0;
         run_device_case_op(t, ctx, BSK_OP_T, &E, 264, 0, 0, BSK_BF16, 1.0f, -0.5f, 1);

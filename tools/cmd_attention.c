@@ -384,7 +384,7 @@ int cmd_attention(int argc, char **argv)
         CLI_OPT_FLAG("quick", &quick, "S=2048, one iteration"),
         CLI_OPT_INT("variant", &variant, 0, 8,
                     "kernel choice (0 default, 3 mma.sync only, 4 Hopper kernel first; 5, 7, 8 its other builds)"),
-        CLI_OPT_FLAG("compare", &compare, "also time the mma.sync kernel and the Hopper kernel's other builds (variant 5: alternative options, 7: none) on every config"),
+        CLI_OPT_FLAG("compare", &compare, "also time the mma.sync kernel and the Hopper kernel's other builds (variants 5 and 7: see attention_hopper.cu) on every config"),
     };
     char *pos[1];
     int npos;

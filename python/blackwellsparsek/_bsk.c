@@ -1626,7 +1626,7 @@ static PyObject *py_attn_variant(PyObject *Py_UNUSED(m), PyObject *arg)
 {
     long v = PyLong_AsLong(arg);
     if (v == -1 && PyErr_Occurred()) return NULL;
-    if (v < 0 || v > 15) return fail(BSK_ERR_INVALID_ARGUMENT, "_attn_variant: %ld is outside 0..15", v);
+    if (v < 0 || v > 8) return fail(BSK_ERR_INVALID_ARGUMENT, "_attn_variant: %ld is outside 0..8", v);
     int old = bsk__attn_variant;
     bsk__attn_variant = (int)v;
     return PyLong_FromLong(old);

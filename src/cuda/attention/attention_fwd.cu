@@ -318,7 +318,7 @@ bsk_status launch_mma(const AttnArgs &a, int64_t ctas, cudaStream_t stream)
 
 /* Builds of the 128-row kernel (bsk__attn_variant; `bsk attention --variants` times them all):
      0: 4 warps x 32 rows, two CTAs per SM (default: K/V fragments reused for two row tiles; 3 is the same
-        build, never preceded by the Hopper kernel; 4..7 ask for the Hopper kernel: see below)
+        build, never preceded by the Hopper kernel; 4..8 ask for the Hopper kernel: see below)
      1: 8 warps x 16 rows, squeezed to 128 registers for two CTAs per SM (a few bytes of spill)
      2: 8 warps x 16 rows, one CTA per SM
    The 64-row kernel is 4 warps x 16 rows. */

@@ -649,7 +649,7 @@ bsk_status launch_select(K kernel, const struct bsk_cuda_state *cst, int variant
 {
     if (smem > 48 * 1024) {
         cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-        if (e != cudaSuccess) return bsk_cuda_status(e);
+        if (e != cudaSuccess) { (void)cudaGetLastError(); return bsk_cuda_status(e); } /* not sticky: clear it */
     }
     cudaLaunchConfig_t cfg = {};
     cudaLaunchAttribute attr[1];
@@ -765,7 +765,7 @@ extern "C" bsk_status bsk_cuda_topk_block_layout(bsk_context *ctx, const bsk_top
         int smem = (int)(d->nb * 10);
         if (smem > 48 * 1024) {
             cudaError_t e = cudaFuncSetAttribute(select_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-            if (e != cudaSuccess) return bsk_cuda_status(e);
+            if (e != cudaSuccess) { (void)cudaGetLastError(); return bsk_cuda_status(e); }
         }
         select_kernel<<<(unsigned)nq, 128, smem, stream>>>(sa);
     }
