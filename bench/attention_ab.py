@@ -129,6 +129,15 @@ def main():
                 F.scaled_dot_product_attention(qh, kh, vh)
         return run
 
+    def flushed_call(f):
+        """L2 flushed, then f() between two recorded events: (start, end), not yet synchronised."""
+        flush.zero_()
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        f()
+        e.record()
+        return s, e
+
     def round_robin(fns, rounds, warm=2):
         """{name: median ms} with the calls interleaved, each after a flush."""
         for _ in range(warm):
@@ -138,12 +147,7 @@ def main():
         ev = {n: [] for n in fns}
         for _ in range(rounds):
             for n, f in fns.items():
-                flush.zero_()
-                s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                s.record()
-                f()
-                e.record()
-                ev[n].append((s, e))
+                ev[n].append(flushed_call(f))
         torch.cuda.synchronize()
         return {n: statistics.median(s.elapsed_time(e) for s, e in x) for n, x in ev.items()}
 
@@ -153,12 +157,7 @@ def main():
         torch.cuda.synchronize()
         ev = []
         for _ in range(iters):
-            flush.zero_()
-            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            s.record()
-            f()
-            e.record()
-            ev.append((s, e))
+            ev.append(flushed_call(f))
         torch.cuda.synchronize()
         return statistics.median(s.elapsed_time(e) for s, e in ev)
 
@@ -169,11 +168,7 @@ def main():
         torch.cuda.synchronize()
         t = []
         for _ in range(iters):
-            flush.zero_()
-            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            s.record()
-            f()
-            e.record()
+            s, e = flushed_call(f)
             e.synchronize()
             t.append(s.elapsed_time(e))
         return statistics.median(t)
@@ -186,12 +181,7 @@ def main():
         with profile(activities=[ProfilerActivity.CUDA]) as prof:
             ev = []
             for _ in range(iters):
-                flush.zero_()
-                s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                s.record()
-                f()
-                e.record()
-                ev.append((s, e))
+                ev.append(flushed_call(f))
             torch.cuda.synchronize()
         names = {}
         for x in prof.events():

@@ -9,6 +9,7 @@
 
 #ifdef BSK_WITH_CUDA
 #include <cuda_runtime.h>
+#include "spmm_gpu_util.h"
 
 /* Internal knobs of the Hopper path (src/cuda/hopper/tune.h): force variants and many items per CTA. */
 #include "cuda/hopper/tune.h"
@@ -23,94 +24,18 @@ static const char *hopper_skip_reason(bsk_context **ctx)
     return NULL;
 }
 
-static void *dev_copy(const void *h, size_t bytes)
-{
-    void *d = NULL;
-    if (cudaMalloc(&d, bytes ? bytes : 1) != cudaSuccess) return NULL;
-    if (bytes && cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice) != cudaSuccess) {
-        cudaFree(d);
-        return NULL;
-    }
-    return d;
-}
-
-static size_t dense_bytes(const bsk_dense *D) { return (size_t)(D->rows * D->ld) * bsk_dtype_size(D->dtype); }
-
-/* Run C = alpha*op(A)*B + beta*C on the device for host A (any builder) and compare with the reference.
-   Returns the relative error (NaN on any failure, after recording it). */
+/* C = alpha*op(A)*B + beta*C on the device, checked against the reference (spmm_gpu_util.h); expect_hopper: the
+   Hopper kernel must have run. */
 static double run_device_case_op(bsk_test_ctx *t, bsk_context *ctx, bsk_op op, const bsk_bsr *A, int64_t N,
                                  int64_t padB, int64_t padC, bsk_dtype ct, float alpha, float beta, int expect_hopper)
 {
-    bsk_rng *r = bsk_test_rng();
-    const int64_t kr = op == BSK_OP_N ? A->cols : A->rows, cr = op == BSK_OP_N ? A->rows : A->cols;
-    bsk_dense B = bsk_test_dense(kr, N, padB, A->dtype, r);
-    bsk_dense C = beta != 0.0f ? bsk_test_dense(cr, N, padC, ct, r) : bsk_test_dense_poison(cr, N, padC, ct);
-    double *ref = (double *)malloc((size_t)(cr * N + 1) * sizeof(double));
-    bsk_ref_spmm(op, alpha, A, &B, beta, &C, ref);
-
-    double err = NAN;
-    bsk_bsr dA;
-    memset(&dA, 0, sizeof dA);
-    bsk_dense dB = B, dC = C;
-    dB.mem = dC.mem = BSK_MEM_DEVICE;
-    dB.data = dev_copy(B.data, dense_bytes(&B));
-    dC.data = dev_copy(C.data, dense_bytes(&C));
-    void *back = malloc(dense_bytes(&C) + 1);
-    if (bsk_bsr_clone(A, BSK_MEM_DEVICE, &dA) != BSK_SUCCESS || !dB.data || !dC.data || !back) {
-        t->failed++;
-        fprintf(stderr, "  device setup failed\n");
-        goto done;
-    }
-    bsk_status s = bsk_spmm(ctx, op, alpha, &dA, &dB, beta, &dC);
-    CHECK_STATUS(s, BSK_SUCCESS);
-    CHECK_STATUS(bsk_synchronize(ctx), BSK_SUCCESS);
-    if (s != BSK_SUCCESS) goto done;
-    if (expect_hopper && strncmp(bsk_last_kernel(ctx), "hopper-wgmma", 12) != 0) {
-        t->failed++;
-        fprintf(stderr, "  last kernel %s, want hopper-wgmma-*\n", bsk_last_kernel(ctx));
-    }
-    if (cudaMemcpy(back, dC.data, dense_bytes(&C), cudaMemcpyDeviceToHost) != cudaSuccess) {
-        t->failed++;
-        goto done;
-    }
-    {
-        bsk_dense got = C;
-        got.data = back;
-        err = bsk_rel_err_dense(&got, ref);
-        /* padding columns [cols, ld) must keep their old bytes (NaN poison or random values) */
-        size_t es = bsk_dtype_size(ct);
-        int pad_ok = 1;
-        for (int64_t i = 0; i < C.rows && pad_ok; i++)
-            if (C.ld > C.cols &&
-                memcmp((char *)back + (size_t)(i * C.ld + C.cols) * es, (char *)C.data + (size_t)(i * C.ld + C.cols) * es,
-                       (size_t)(C.ld - C.cols) * es) != 0)
-                pad_ok = 0;
-        CHECK(pad_ok);
-        CHECK_REL(err, bsk_tol(A->dtype, ct));
-    }
-done:
-    free(back);
-    cudaFree(dB.data);
-    cudaFree(dC.data);
-    bsk_bsr_free(&dA);
-    free(ref);
-    bsk_test_dense_free(&B);
-    bsk_test_dense_free(&C);
-    return err;
+    return spmm_gpu_case(t, ctx, op, A, N, padB, padC, ct, alpha, beta, expect_hopper ? "hopper-wgmma" : NULL);
 }
 
 static double run_device_case(bsk_test_ctx *t, bsk_context *ctx, const bsk_bsr *A, int64_t N, int64_t padB,
                               int64_t padC, bsk_dtype ct, float alpha, float beta, int expect_hopper)
 {
     return run_device_case_op(t, ctx, BSK_OP_N, A, N, padB, padC, ct, alpha, beta, expect_hopper);
-}
-
-static bsk_bsr random_bsr(int64_t M, int64_t K, int b, double d, bsk_pattern pat, bsk_dtype dt)
-{
-    bsk_bsr A;
-    memset(&A, 0, sizeof A);
-    (void)bsk_bsr_random(M, K, b, b, d, pat, bsk_rng_next(bsk_test_rng()), dt, &A);
-    return A;
 }
 
 /* Every block size, input dtype and output dtype, alpha random, beta random and (16-bit C: the TMA-store
@@ -129,7 +54,7 @@ BSK_TEST(gpu_hopper_spmm_dtypes_blocks)
                 const int b = blocks[bi];
                 int64_t M = 2 * b + bsk_rng_int(r, 1, b), K = 3 * b + bsk_rng_int(r, 1, b);
                 int64_t N = 8 * bsk_rng_int(r, 20, 70);
-                bsk_bsr A = random_bsr(M, K, b, 0.5, BSK_PATTERN_UNIFORM, ins[ii]);
+                bsk_bsr A = spmm_random_bsr(M, K, b, 0.5, BSK_PATTERN_UNIFORM, ins[ii]);
                 for (int z = 0; z < (oi ? 2 : 1); z++) {
                     float alpha = 0.5f + (float)bsk_rng_uniform(r), beta = z ? 0.0f : bsk_rng_sym(r);
                     double e = run_device_case(t, ctx, &A, N, 8, 8, outs[oi], alpha, beta, 1);
@@ -153,7 +78,7 @@ BSK_TEST(gpu_hopper_spmm_tails)
         int64_t M = b + bsk_rng_int(r, 1, 2 * b - 1), K = b + bsk_rng_int(r, 1, 2 * b - 1);
         int64_t N = 2 * bsk_rng_int(r, 100, 300) + 1; /* odd: the last column is written alone */
         int64_t ldpad = 8 - N % 8;                     /* keeps ld * 2 and ld * 4 multiples of 16 */
-        bsk_bsr A = random_bsr(M, K, b, 0.6, BSK_PATTERN_UNIFORM, BSK_F16);
+        bsk_bsr A = spmm_random_bsr(M, K, b, 0.6, BSK_PATTERN_UNIFORM, BSK_F16);
         run_device_case(t, ctx, &A, N, ldpad, ldpad, BSK_F32, 1.0f, 0.0f, 1);
         run_device_case(t, ctx, &A, N, ldpad, ldpad + 8, BSK_F16, -0.75f, 0.5f, 1);
         run_device_case(t, ctx, &A, N, ldpad, ldpad, BSK_BF16, 1.25f, 0.0f, 1); /* TMA store clips M, N */
@@ -185,7 +110,7 @@ BSK_TEST(gpu_hopper_spmm_empty_and_skewed)
         run_device_case(t, ctx, &Z, N, 0, 0, BSK_F32, 1.0f, 0.0f, 1);
         run_device_case(t, ctx, &Z, N, 0, 0, BSK_F16, 1.0f, 0.25f, 1);
         run_device_case(t, ctx, &Z, N, 0, 0, BSK_F16, 1.0f, 0.0f, 1);
-        bsk_bsr S = random_bsr(12 * b, 10 * b, b, 0.3, BSK_PATTERN_SKEWED, BSK_F16);
+        bsk_bsr S = spmm_random_bsr(12 * b, 10 * b, b, 0.3, BSK_PATTERN_SKEWED, BSK_F16);
         run_device_case(t, ctx, &S, 520, 0, 0, BSK_F32, 1.0f, 0.0f, 1);
         bsk_bsr_free(&S);
         bsk_bsr_free(&A);
@@ -213,7 +138,7 @@ BSK_TEST(gpu_hopper_spmm_persistent_few_ctas)
         bsk__hopper_tune.l2hint = v <= 1;           /* L2 eviction hints on A loads and C stores */
         bsk__hopper_tune.band_mb = v == 1 ? 1 : 0; /* tiny bands: many bands, partial last band */
         bsk__hopper_tune.classes = v % 3;           /* bit-length classes, none, two bits per class */
-        bsk_bsr A = random_bsr(9 * b - 5, 8 * b, b, 0.45, BSK_PATTERN_SKEWED, v == 2 ? BSK_BF16 : BSK_F16);
+        bsk_bsr A = spmm_random_bsr(9 * b - 5, 8 * b, b, 0.45, BSK_PATTERN_SKEWED, v == 2 ? BSK_BF16 : BSK_F16);
         int64_t N = 8 * bsk_rng_int(r, 90, 140);
         run_device_case(t, ctx, &A, N, 0, 0, BSK_F32, 1.0f, 0.0f, 1);
         run_device_case(t, ctx, &A, N, 8, 0, BSK_BF16, 0.5f, 1.0f, 1);
@@ -252,7 +177,7 @@ BSK_TEST(gpu_hopper_spmm_cluster)
         int64_t M = 3 * b + bsk_rng_int(r, 1, b - 1), K = 5 * b + bsk_rng_int(r, 1, b - 1);
         int64_t N = 8 * bsk_rng_int(r, 40, 100); /* 1..4 N tiles of 256, odd or even */
         if (v >= 4 && w % 2) N += 1;             /* direct epilogue: N odd */
-        bsk_bsr A = random_bsr(w == 3 ? 10 * b : M, K, b, w == 1 ? 0.15 : 0.5, w == 3 ? BSK_PATTERN_SKEWED : BSK_PATTERN_UNIFORM,
+        bsk_bsr A = spmm_random_bsr(w == 3 ? 10 * b : M, K, b, w == 1 ? 0.15 : 0.5, w == 3 ? BSK_PATTERN_SKEWED : BSK_PATTERN_UNIFORM,
                                w % 2 ? BSK_BF16 : BSK_F16);
         const bsk_dtype ct = v >= 4 && w != 1 ? BSK_F32 : w % 2 ? BSK_BF16 : BSK_F16;
         const int64_t pad = N % 8 ? 8 - N % 8 : 8 * (w % 2);
@@ -288,7 +213,7 @@ BSK_TEST(gpu_hopper_spmm_b64_modes)
                 /* 4..6 block rows, the last one partial: odd or even counts of rows */
                 int64_t M = (int64_t)b * bsk_rng_int(r, 3, 5) + bsk_rng_int(r, 1, b - 1);
                 int64_t K = 5 * b + bsk_rng_int(r, 1, b - 1), N = 8 * bsk_rng_int(r, 20, 70);
-                bsk_bsr A = random_bsr(M, K, b, 0.55, BSK_PATTERN_UNIFORM, ins[ii]);
+                bsk_bsr A = spmm_random_bsr(M, K, b, 0.55, BSK_PATTERN_UNIFORM, ins[ii]);
                 for (int z = 0; z < 2; z++) {
                     float alpha = 0.5f + (float)bsk_rng_uniform(r), beta = z ? 0.0f : bsk_rng_sym(r);
                     double e = run_device_case(t, ctx, &A, N, 8, 8, outs[oi], alpha, beta, 1);
@@ -316,7 +241,7 @@ BSK_TEST(gpu_hopper_spmm_b64_modes)
         run_device_case(t, ctx, &E, N, 8 - N % 8, 8 - N % 8, BSK_F32, 1.5f, 0.0f, 1);
         run_device_case(t, ctx, &E, N - 1, 0, 0, BSK_F16, 1.0f, 0.0f, 1); /* N even: TMA-store epilogue */
         run_device_case(t, ctx, &E, N - 1, 0, 0, BSK_BF16, 1.0f, -0.5f, 1);
-        bsk_bsr S = random_bsr(13 * b, 12 * b, b, 0.3, BSK_PATTERN_SKEWED, BSK_BF16);
+        bsk_bsr S = spmm_random_bsr(13 * b, 12 * b, b, 0.3, BSK_PATTERN_SKEWED, BSK_BF16);
         run_device_case(t, ctx, &S, 392, 0, 0, BSK_BF16, 0.75f, 0.0f, 1);
         run_device_case(t, ctx, &S, 392, 0, 0, BSK_F32, 0.75f, 0.5f, 1);
         bsk_bsr_free(&S);
@@ -344,7 +269,7 @@ BSK_TEST(gpu_hopper_spmm_long_rows_prefetch)
         bsk__hopper_tune.b64_mode = v == 1 ? 1 : 2;
         bsk__hopper_tune.max_ctas = 2;
         const int64_t M = 3 * b + bsk_rng_int(r, 1, b - 1), K = 78 * b + bsk_rng_int(r, 1, b - 1);
-        bsk_bsr A = random_bsr(M, K, b, 0.92, BSK_PATTERN_UNIFORM, v == 2 ? BSK_BF16 : BSK_F16);
+        bsk_bsr A = spmm_random_bsr(M, K, b, 0.92, BSK_PATTERN_UNIFORM, v == 2 ? BSK_BF16 : BSK_F16);
         for (int q = 0; q < 3; q++) {
             bsk__hopper_tune.pf = q == 0 ? 0 : q == 1 ? 4 : 64; /* default (off), 4 stages, 64 (clamped to 32 blocks) */
             run_device_case(t, ctx, &A, 136, 0, 0, q == 2 ? BSK_F32 : A.dtype, 1.0f, 0.0f, 1);
@@ -369,7 +294,7 @@ BSK_TEST(gpu_hopper_spmm_malformed_indices_safe)
     if (why) SKIP(why);
     const int b = 64;
     struct bsk_hopper_tune_s saved = bsk__hopper_tune;
-    bsk_bsr A = random_bsr(4 * b, 4 * b, b, 0.5, BSK_PATTERN_UNIFORM, BSK_F16);
+    bsk_bsr A = spmm_random_bsr(4 * b, 4 * b, b, 0.5, BSK_PATTERN_UNIFORM, BSK_F16);
     bsk_bsr dA;
     REQUIRE_OK(bsk_bsr_clone(&A, BSK_MEM_DEVICE, &dA));
     int32_t bad_rp[5] = {0, 7, 3, 1000000, -5};
@@ -381,8 +306,8 @@ BSK_TEST(gpu_hopper_spmm_malformed_indices_safe)
     bsk_dense B = bsk_test_dense(A.cols, 256, 0, BSK_F16, r), C = bsk_test_dense_poison(A.rows, 256, 0, BSK_F32);
     bsk_dense dB = B, dC = C;
     dB.mem = dC.mem = BSK_MEM_DEVICE;
-    dB.data = dev_copy(B.data, dense_bytes(&B));
-    dC.data = dev_copy(C.data, dense_bytes(&C));
+    dB.data = spmm_dev_copy(B.data, spmm_dense_bytes(&B));
+    dC.data = spmm_dev_copy(C.data, spmm_dense_bytes(&C));
     REQUIRE(dB.data && dC.data);
     /* BM = 64 both ways (paired rows merge two malformed lists), prefetch at its largest lead */
     for (int mode = 1; mode <= 2; mode++) {
@@ -401,7 +326,7 @@ BSK_TEST(gpu_hopper_spmm_malformed_indices_safe)
     bsk_bsr_free(&A);
     /* the same with 128-blocks through the cluster variant (16-bit C) and unclustered */
     bsk__hopper_tune.cluster = 1;
-    A = random_bsr(4 * 128, 4 * 128, 128, 0.5, BSK_PATTERN_UNIFORM, BSK_F16);
+    A = spmm_random_bsr(4 * 128, 4 * 128, 128, 0.5, BSK_PATTERN_UNIFORM, BSK_F16);
     REQUIRE_OK(bsk_bsr_clone(&A, BSK_MEM_DEVICE, &dA));
     free(bad_ci);
     bad_ci = (int32_t *)malloc((size_t)A.nnzb * 4);
@@ -413,8 +338,8 @@ BSK_TEST(gpu_hopper_spmm_malformed_indices_safe)
     dB = B;
     dC = C;
     dB.mem = dC.mem = BSK_MEM_DEVICE;
-    dB.data = dev_copy(B.data, dense_bytes(&B));
-    dC.data = dev_copy(C.data, dense_bytes(&C));
+    dB.data = spmm_dev_copy(B.data, spmm_dense_bytes(&B));
+    dC.data = spmm_dev_copy(C.data, spmm_dense_bytes(&C));
     REQUIRE(dB.data && dC.data);
     CHECK_STATUS(bsk_spmm(ctx, BSK_OP_N, 1.0f, &dA, &dB, 0.0f, &dC), BSK_SUCCESS);
     CHECK_STATUS(bsk_synchronize(ctx), BSK_SUCCESS);
@@ -445,14 +370,14 @@ BSK_TEST(gpu_hopper_spmm_declines_unaligned)
     const char *why = hopper_skip_reason(&ctx);
     if (why) SKIP(why);
     const int b = 64;
-    bsk_bsr A = random_bsr(2 * b, 2 * b, b, 0.5, BSK_PATTERN_UNIFORM, BSK_F16), dA;
+    bsk_bsr A = spmm_random_bsr(2 * b, 2 * b, b, 0.5, BSK_PATTERN_UNIFORM, BSK_F16), dA;
     REQUIRE_OK(bsk_bsr_clone(&A, BSK_MEM_DEVICE, &dA));
     bsk_rng *r = bsk_test_rng();
     bsk_dense B = bsk_test_dense(A.cols, 100, 1, BSK_F16, r), C = bsk_test_dense_poison(A.rows, 100, 0, BSK_F32);
     bsk_dense dB = B, dC = C; /* ld of B = 101 halves: not a multiple of 16 bytes, TMA cannot describe it */
     dB.mem = dC.mem = BSK_MEM_DEVICE;
-    dB.data = dev_copy(B.data, dense_bytes(&B));
-    dC.data = dev_copy(C.data, dense_bytes(&C));
+    dB.data = spmm_dev_copy(B.data, spmm_dense_bytes(&B));
+    dC.data = spmm_dev_copy(C.data, spmm_dense_bytes(&C));
     REQUIRE(dB.data && dC.data);
     bsk_status s = bsk_spmm(ctx, BSK_OP_N, 1.0f, &dA, &dB, 0.0f, &dC);
     CHECK(s == BSK_SUCCESS || s == BSK_ERR_UNSUPPORTED);
@@ -484,7 +409,7 @@ BSK_TEST(gpu_hopper_spmm_op_t)
                 const int64_t M = b * bsk_rng_int(r, 2, 5) + bsk_rng_int(r, 0, b - 1);
                 const int64_t K = b * bsk_rng_int(r, 2, 5) + bsk_rng_int(r, 0, b - 1);
                 const int64_t N = 8 * bsk_rng_int(r, 20, 70);
-                bsk_bsr A = random_bsr(M, K, b, 0.45, BSK_PATTERN_UNIFORM, ins[ii]);
+                bsk_bsr A = spmm_random_bsr(M, K, b, 0.45, BSK_PATTERN_UNIFORM, ins[ii]);
                 const float alpha = 2.0f * bsk_rng_sym(r), beta = (oi + ii) % 2 ? bsk_rng_sym(r) : 0.0f;
                 run_device_case_op(t, ctx, BSK_OP_T, &A, N, 8, 8, outs[oi], alpha, beta, 1);
                 bsk_bsr_free(&A);
@@ -508,7 +433,7 @@ BSK_TEST(gpu_hopper_spmm_op_t)
         bsk__hopper_tune.ring4 = 0;
         run_device_case_op(t, ctx, BSK_OP_T, &E, 264, 0, 0, BSK_BF16, 1.0f, -0.5f, 1);
         run_device_case_op(t, ctx, BSK_OP_T, &Z, 136, 0, 0, BSK_F16, 1.0f, 0.25f, 0);
-        bsk_bsr S = random_bsr(14 * b, 9 * b, b, 0.3, BSK_PATTERN_SKEWED, BSK_BF16);
+        bsk_bsr S = spmm_random_bsr(14 * b, 9 * b, b, 0.3, BSK_PATTERN_SKEWED, BSK_BF16);
         run_device_case_op(t, ctx, BSK_OP_T, &S, 392, 0, 0, BSK_BF16, 0.75f, 0.0f, 1);
         bsk__hopper_tune.max_ctas = 3;
         run_device_case_op(t, ctx, BSK_OP_T, &S, 520, 0, 0, BSK_F32, 0.75f, 0.5f, 1);
@@ -522,17 +447,17 @@ BSK_TEST(gpu_hopper_spmm_op_t)
             memset(&dS, 0, sizeof dS);
             bsk_dense dB = B, dC = C;
             dB.mem = dC.mem = BSK_MEM_DEVICE;
-            dB.data = dev_copy(B.data, dense_bytes(&B));
-            dC.data = dev_copy(C.data, dense_bytes(&C));
-            void *h1 = malloc(dense_bytes(&C)), *h2 = malloc(dense_bytes(&C));
+            dB.data = spmm_dev_copy(B.data, spmm_dense_bytes(&B));
+            dC.data = spmm_dev_copy(C.data, spmm_dense_bytes(&C));
+            void *h1 = malloc(spmm_dense_bytes(&C)), *h2 = malloc(spmm_dense_bytes(&C));
             REQUIRE(dB.data && dC.data && h1 && h2);
             REQUIRE_OK(bsk_bsr_clone(&S, BSK_MEM_DEVICE, &dS));
             CHECK_STATUS(bsk_spmm(ctx, BSK_OP_T, 1.0f, &dS, &dB, 0.0f, &dC), BSK_SUCCESS);
-            CHECK(cudaMemcpy(h1, dC.data, dense_bytes(&C), cudaMemcpyDeviceToHost) == cudaSuccess);
+            CHECK(cudaMemcpy(h1, dC.data, spmm_dense_bytes(&C), cudaMemcpyDeviceToHost) == cudaSuccess);
             CHECK_STATUS(bsk_spmm(ctx, BSK_OP_T, 1.0f, &dS, &dB, 0.0f, &dC), BSK_SUCCESS);
-            CHECK(cudaMemcpy(h2, dC.data, dense_bytes(&C), cudaMemcpyDeviceToHost) == cudaSuccess);
+            CHECK(cudaMemcpy(h2, dC.data, spmm_dense_bytes(&C), cudaMemcpyDeviceToHost) == cudaSuccess);
             CHECK(strncmp(bsk_last_kernel(ctx), "hopper-wgmma", 12) == 0);
-            CHECK(memcmp(h1, h2, dense_bytes(&C)) == 0);
+            CHECK(memcmp(h1, h2, spmm_dense_bytes(&C)) == 0);
             free(h1);
             free(h2);
             cudaFree(dB.data);

@@ -8,10 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include "harness.h"
-#include "internal.h" /* bsk__load */
 
 #ifdef BSK_WITH_CUDA
 #include <cuda_runtime.h>
+#include "spmm_gpu_util.h"
 
 /* Internal knobs of the small-block path: the other stage shapes, tiny grids, bands, PDL. */
 #include "cuda/hopper/spmm_small_tune.h"
@@ -32,115 +32,12 @@ static const char *small_skip_reason(bsk_context **ctx)
 
 static const char *small_name(int b) { return b == 32 ? "hopper-wgmma-b32s" : "hopper-wgmma-b16s"; }
 
-static void *dev_copy(const void *h, size_t bytes)
-{
-    void *d = NULL;
-    if (cudaMalloc(&d, bytes ? bytes : 1) != cudaSuccess) return NULL;
-    if (bytes && cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice) != cudaSuccess) {
-        cudaFree(d);
-        return NULL;
-    }
-    return d;
-}
-
-static size_t dense_bytes(const bsk_dense *D) { return (size_t)(D->rows * D->ld) * bsk_dtype_size(D->dtype); }
-
-/* Every element: |got - ref| <= tol * (|ref| + rms(ref) / 4): the output rounding is relative to the element, the
-   second term covers the fp32 accumulation error of elements that cancel to ~0 (it grows with the reduction length:
-   a 132,800-long sum missed rms / 20 by 1.3x on the device, whole-matrix rel err 4e-5). A missing or doubled block
-   still moves an element by far more than tol * rms / 4. Returns the number of bad elements (first few printed). */
-static int64_t bad_elements(const bsk_dense *got, const double *ref, double tol)
-{
-    double ss = 0;
-    const int64_t n = got->rows * got->cols;
-    for (int64_t i = 0; i < n; i++) ss += ref[i] * ref[i];
-    const double rms = n ? sqrt(ss / (double)n) : 0.0;
-    int64_t bad = 0;
-    for (int64_t i = 0; i < got->rows; i++)
-        for (int64_t j = 0; j < got->cols; j++) {
-            const double g = bsk__load(got->data, got->dtype, i * got->ld + j), r = ref[i * got->cols + j];
-            if (!(fabs(g - r) <= tol * (fabs(r) + rms / 4.0))) {
-                if (bad < 4) fprintf(stderr, "  C[%lld][%lld] = %.6g, want %.6g\n", (long long)i, (long long)j, g, r);
-                bad++;
-            }
-        }
-    return bad;
-}
-
-/* C = alpha*A*B + beta*C on the device for host A; checks as described at the top. want: the kernel name that must
-   have run (NULL: any kernel, e.g. a declined case). Returns the relative error (NaN on failure, recorded). */
+/* C = alpha*A*B + beta*C on the device, checked against the reference (spmm_gpu_util.h); want: the kernel name
+   that must have run (NULL: any kernel, e.g. a declined case). */
 static double run_case(bsk_test_ctx *t, bsk_context *ctx, const bsk_bsr *A, int64_t N, int64_t padB, int64_t padC,
                        bsk_dtype ct, float alpha, float beta, const char *want)
 {
-    bsk_rng *r = bsk_test_rng();
-    bsk_dense B = bsk_test_dense(A->cols, N, padB, A->dtype, r);
-    bsk_dense C = beta != 0.0f ? bsk_test_dense(A->rows, N, padC, ct, r) : bsk_test_dense_poison(A->rows, N, padC, ct);
-    double *ref = (double *)malloc((size_t)(A->rows * N + 1) * sizeof(double));
-    bsk_ref_spmm(BSK_OP_N, alpha, A, &B, beta, &C, ref);
-    double err = NAN;
-    bsk_bsr dA;
-    memset(&dA, 0, sizeof dA);
-    bsk_dense dB = B, dC = C;
-    dB.mem = dC.mem = BSK_MEM_DEVICE;
-    dB.data = dev_copy(B.data, dense_bytes(&B));
-    dC.data = dev_copy(C.data, dense_bytes(&C));
-    void *back = malloc(dense_bytes(&C) + 1);
-    if (bsk_bsr_clone(A, BSK_MEM_DEVICE, &dA) != BSK_SUCCESS || !dB.data || !dC.data || !back) {
-        t->failed++;
-        fprintf(stderr, "  device setup failed\n");
-        goto done;
-    }
-    bsk_status s = bsk_spmm(ctx, BSK_OP_N, alpha, &dA, &dB, beta, &dC);
-    CHECK_STATUS(s, BSK_SUCCESS);
-    CHECK_STATUS(bsk_synchronize(ctx), BSK_SUCCESS);
-    if (s != BSK_SUCCESS) goto done;
-    if (want && strcmp(bsk_last_kernel(ctx), want) != 0) {
-        t->failed++;
-        fprintf(stderr, "  last kernel %s, want %s\n", bsk_last_kernel(ctx), want);
-    }
-    if (cudaMemcpy(back, dC.data, dense_bytes(&C), cudaMemcpyDeviceToHost) != cudaSuccess) {
-        t->failed++;
-        goto done;
-    }
-    {
-        bsk_dense got = C;
-        got.data = back;
-        const double tol = bsk_tol(A->dtype, ct);
-        err = bsk_rel_err_dense(&got, ref);
-        CHECK_REL(err, tol);
-        const int64_t bad = bad_elements(&got, ref, tol);
-        CHECK(bad == 0);
-        /* padding columns [cols, ld) keep their old bytes (NaN poison or random values) */
-        const size_t es = bsk_dtype_size(ct);
-        int pad_ok = 1;
-        for (int64_t i = 0; i < C.rows && pad_ok; i++)
-            if (C.ld > C.cols &&
-                memcmp((char *)back + (size_t)(i * C.ld + C.cols) * es, (char *)C.data + (size_t)(i * C.ld + C.cols) * es,
-                       (size_t)(C.ld - C.cols) * es) != 0)
-                pad_ok = 0;
-        CHECK(pad_ok);
-        if (!(err <= tol) || bad)
-            fprintf(stderr, "  b=%d M=%lld N=%lld K=%lld nnzb=%lld in=%d out=%d alpha=%g beta=%g: rel err %.3e, %lld bad\n",
-                    (int)A->block_rows, (long long)A->rows, (long long)N, (long long)A->cols, (long long)A->nnzb,
-                    (int)A->dtype, (int)ct, alpha, beta, err, (long long)bad);
-    }
-done:
-    free(back);
-    cudaFree(dB.data);
-    cudaFree(dC.data);
-    bsk_bsr_free(&dA);
-    free(ref);
-    bsk_test_dense_free(&B);
-    bsk_test_dense_free(&C);
-    return err;
-}
-
-static bsk_bsr random_bsr(int64_t M, int64_t K, int b, double d, bsk_pattern pat, bsk_dtype dt)
-{
-    bsk_bsr A;
-    memset(&A, 0, sizeof A);
-    (void)bsk_bsr_random(M, K, b, b, d, pat, bsk_rng_next(bsk_test_rng()), dt, &A);
-    return A;
+    return spmm_gpu_case(t, ctx, BSK_OP_N, A, N, padB, padC, ct, alpha, beta, want);
 }
 
 /* A from a block mask: keep(i, j) decides block (i, j); values fresh random. */
@@ -175,7 +72,7 @@ BSK_TEST(gpu_hopper_small_dtypes)
                 const int64_t M = (int64_t)b * bsk_rng_int(r, 9, 20) + bsk_rng_int(r, 1, b - 1);
                 const int64_t K = (int64_t)b * bsk_rng_int(r, 6, 12) + bsk_rng_int(r, 1, b - 1);
                 const int64_t N = 8 * bsk_rng_int(r, 17, 45);
-                bsk_bsr A = random_bsr(M, K, b, 0.35, BSK_PATTERN_UNIFORM, ins[ii]);
+                bsk_bsr A = spmm_random_bsr(M, K, b, 0.35, BSK_PATTERN_UNIFORM, ins[ii]);
                 for (int z = 0; z < 2; z++) {
                     const float alpha = 0.5f + (float)bsk_rng_uniform(r), beta = z ? 0.0f : bsk_rng_sym(r);
                     run_case(t, ctx, &A, N, 8 * z, 8 * (1 - z), outs[oi], alpha, beta, small_name(b));
@@ -200,7 +97,7 @@ BSK_TEST(gpu_hopper_small_tails)
         {
             const int64_t M = (int64_t)b * bsk_rng_int(r, 10, 17) + bsk_rng_int(r, 1, b - 1);
             const int64_t K = (int64_t)b * bsk_rng_int(r, 5, 9) + bsk_rng_int(r, 1, b - 1);
-            bsk_bsr A = random_bsr(M, K, b, 0.5, BSK_PATTERN_UNIFORM, BSK_F16);
+            bsk_bsr A = spmm_random_bsr(M, K, b, 0.5, BSK_PATTERN_UNIFORM, BSK_F16);
             const int64_t No = 2 * bsk_rng_int(r, 70, 200) + 1; /* odd */
             const int64_t pad = 8 - No % 8;                     /* ld * 2 and ld * 4 multiples of 16 */
             run_case(t, ctx, &A, No, pad, pad, BSK_F32, 1.0f, 0.0f, want);
@@ -212,7 +109,7 @@ BSK_TEST(gpu_hopper_small_tails)
         }
         {
             /* K < b: one partial block column */
-            bsk_bsr A = random_bsr((int64_t)b * 9 + 3, bsk_rng_int(r, 1, b - 1), b, 1.0, BSK_PATTERN_UNIFORM, BSK_BF16);
+            bsk_bsr A = spmm_random_bsr((int64_t)b * 9 + 3, bsk_rng_int(r, 1, b - 1), b, 1.0, BSK_PATTERN_UNIFORM, BSK_BF16);
             run_case(t, ctx, &A, 136, 0, 0, BSK_BF16, 1.0f, 0.0f, want);
             run_case(t, ctx, &A, 136, 0, 0, BSK_F32, 0.5f, 2.0f, want);
             bsk_bsr_free(&A);
@@ -220,7 +117,7 @@ BSK_TEST(gpu_hopper_small_tails)
         for (int q = 0; q < 2; q++) {
             /* M below one block row (one group, one row), M = 1 */
             const int64_t M = q ? 1 : bsk_rng_int(r, 2, b - 1);
-            bsk_bsr A = random_bsr(M, (int64_t)b * 7 + 5, b, 0.6, BSK_PATTERN_UNIFORM, BSK_F16);
+            bsk_bsr A = spmm_random_bsr(M, (int64_t)b * 7 + 5, b, 0.6, BSK_PATTERN_UNIFORM, BSK_F16);
             run_case(t, ctx, &A, 264, 0, 0, BSK_F16, 1.0f, 0.0f, want);
             run_case(t, ctx, &A, 264, 8, 0, BSK_F32, 1.0f, 0.25f, want);
             bsk_bsr_free(&A);
@@ -260,7 +157,7 @@ BSK_TEST(gpu_hopper_small_empty_skewed)
         CHECK(Z.nnzb == 0);
         run_case(t, ctx, &Z, 200, 0, 0, BSK_F32, 1.0f, 0.0f, want);
         run_case(t, ctx, &Z, 200, 0, 0, BSK_BF16, 1.0f, 0.25f, want);
-        bsk_bsr S = random_bsr((int64_t)b * 64, (int64_t)b * 24, b, 0.3, BSK_PATTERN_SKEWED, BSK_BF16);
+        bsk_bsr S = spmm_random_bsr((int64_t)b * 64, (int64_t)b * 24, b, 0.3, BSK_PATTERN_SKEWED, BSK_BF16);
         run_case(t, ctx, &S, 392, 0, 0, BSK_F32, 0.75f, 0.0f, want);
         run_case(t, ctx, &S, 392, 0, 0, BSK_BF16, 0.75f, 0.5f, want);
         bsk_bsr_free(&S);
@@ -289,7 +186,7 @@ BSK_TEST(gpu_hopper_small_persistent)
             bsk__hopper_small_tune.band_mb = v ? 0 : 1;
             bsk__hopper_small_tune.no_pdl = v == 1;
             const int64_t M = (int64_t)b * bsk_rng_int(r, 40, 60) + 7, K = (int64_t)b * bsk_rng_int(r, 8, 14) + 1;
-            bsk_bsr A = random_bsr(M, K, b, 0.45, v == 1 ? BSK_PATTERN_SKEWED : BSK_PATTERN_UNIFORM, v ? BSK_F16 : BSK_BF16);
+            bsk_bsr A = spmm_random_bsr(M, K, b, 0.45, v == 1 ? BSK_PATTERN_SKEWED : BSK_PATTERN_UNIFORM, v ? BSK_F16 : BSK_BF16);
             const int64_t N = 8 * bsk_rng_int(r, 60, 90);
             run_case(t, ctx, &A, N, 0, 0, BSK_F32, 1.0f, 0.0f, want);
             CHECK(bsk__hopper_small_tune.out_grid == 3);
@@ -300,23 +197,23 @@ BSK_TEST(gpu_hopper_small_persistent)
         }
         bsk__hopper_small_tune = saved;
         /* the same call twice gives the same bytes (no atomics in the sums: each item owns its outputs) */
-        bsk_bsr S = random_bsr((int64_t)b * 40, (int64_t)b * 30, b, 0.3, BSK_PATTERN_SKEWED, BSK_F16);
+        bsk_bsr S = spmm_random_bsr((int64_t)b * 40, (int64_t)b * 30, b, 0.3, BSK_PATTERN_SKEWED, BSK_F16);
         bsk_dense B = bsk_test_dense(S.cols, 264, 0, S.dtype, r), C = bsk_test_dense_poison(S.rows, 264, 0, BSK_F32);
         bsk_bsr dS;
         memset(&dS, 0, sizeof dS);
         bsk_dense dB = B, dC = C;
         dB.mem = dC.mem = BSK_MEM_DEVICE;
-        dB.data = dev_copy(B.data, dense_bytes(&B));
-        dC.data = dev_copy(C.data, dense_bytes(&C));
-        void *h1 = malloc(dense_bytes(&C)), *h2 = malloc(dense_bytes(&C));
+        dB.data = spmm_dev_copy(B.data, spmm_dense_bytes(&B));
+        dC.data = spmm_dev_copy(C.data, spmm_dense_bytes(&C));
+        void *h1 = malloc(spmm_dense_bytes(&C)), *h2 = malloc(spmm_dense_bytes(&C));
         REQUIRE(dB.data && dC.data && h1 && h2);
         REQUIRE_OK(bsk_bsr_clone(&S, BSK_MEM_DEVICE, &dS));
         CHECK_STATUS(bsk_spmm(ctx, BSK_OP_N, 1.0f, &dS, &dB, 0.0f, &dC), BSK_SUCCESS);
-        CHECK(cudaMemcpy(h1, dC.data, dense_bytes(&C), cudaMemcpyDeviceToHost) == cudaSuccess);
+        CHECK(cudaMemcpy(h1, dC.data, spmm_dense_bytes(&C), cudaMemcpyDeviceToHost) == cudaSuccess);
         CHECK_STATUS(bsk_spmm(ctx, BSK_OP_N, 1.0f, &dS, &dB, 0.0f, &dC), BSK_SUCCESS);
-        CHECK(cudaMemcpy(h2, dC.data, dense_bytes(&C), cudaMemcpyDeviceToHost) == cudaSuccess);
+        CHECK(cudaMemcpy(h2, dC.data, spmm_dense_bytes(&C), cudaMemcpyDeviceToHost) == cudaSuccess);
         CHECK(strcmp(bsk_last_kernel(ctx), want) == 0);
-        CHECK(memcmp(h1, h2, dense_bytes(&C)) == 0);
+        CHECK(memcmp(h1, h2, spmm_dense_bytes(&C)) == 0);
         free(h1);
         free(h2);
         cudaFree(dB.data);
@@ -368,7 +265,7 @@ BSK_TEST(gpu_hopper_small_malformed_indices_safe)
     const struct bsk_hopper_small_tune_s saved = bsk__hopper_small_tune;
     bsk_rng *r = bsk_test_rng();
     for (int b = 32; b >= 16; b /= 2) {
-        bsk_bsr A = random_bsr((int64_t)b * 20, (int64_t)b * 12, b, 0.5, BSK_PATTERN_UNIFORM, BSK_F16), dA;
+        bsk_bsr A = spmm_random_bsr((int64_t)b * 20, (int64_t)b * 12, b, 0.5, BSK_PATTERN_UNIFORM, BSK_F16), dA;
         REQUIRE_OK(bsk_bsr_clone(&A, BSK_MEM_DEVICE, &dA));
         const int64_t mb = bsk_bsr_mb(&A);
         int32_t *rp = (int32_t *)malloc((size_t)(mb + 1) * 4), *ci = (int32_t *)malloc((size_t)A.nnzb * 4);
@@ -381,8 +278,8 @@ BSK_TEST(gpu_hopper_small_malformed_indices_safe)
         bsk_dense B = bsk_test_dense(A.cols, 264, 0, BSK_F16, r), C = bsk_test_dense_poison(A.rows, 264, 0, BSK_F32);
         bsk_dense dB = B, dC = C;
         dB.mem = dC.mem = BSK_MEM_DEVICE;
-        dB.data = dev_copy(B.data, dense_bytes(&B));
-        dC.data = dev_copy(C.data, dense_bytes(&C));
+        dB.data = spmm_dev_copy(B.data, spmm_dense_bytes(&B));
+        dC.data = spmm_dev_copy(C.data, spmm_dense_bytes(&C));
         REQUIRE(dB.data && dC.data);
         for (int v = 0; v < 3; v++) {
             bsk__hopper_small_tune.variant = v;
@@ -414,7 +311,7 @@ BSK_TEST(gpu_hopper_small_declines)
     const char *why = small_skip_reason(&ctx);
     if (why) SKIP(why);
     const struct bsk_hopper_small_tune_s saved = bsk__hopper_small_tune;
-    bsk_bsr A = random_bsr(32 * 6 + 5, 32 * 5 + 3, 32, 0.5, BSK_PATTERN_UNIFORM, BSK_F16);
+    bsk_bsr A = spmm_random_bsr(32 * 6 + 5, 32 * 5 + 3, 32, 0.5, BSK_PATTERN_UNIFORM, BSK_F16);
     run_case(t, ctx, &A, 100, 1, 0, BSK_F32, 1.0f, 0.0f, NULL); /* ld of B = 101 */
     CHECK(strncmp(bsk_last_kernel(ctx), "hopper", 6) != 0);
     bsk__hopper_small_tune.variant = -1;
@@ -430,19 +327,19 @@ BSK_TEST(gpu_hopper_small_declines)
     CHECK(strcmp(bsk_last_kernel(ctx), "hopper-wgmma-b32s") != 0 && strcmp(bsk_last_kernel(ctx), "hopper-wgmma-b16s") != 0);
     bsk_bsr_free(&R);
     /* op T at b = 32 (a host reference through the transposed pattern) */
-    bsk_bsr T = random_bsr(32 * 5, 32 * 4 + 7, 32, 0.5, BSK_PATTERN_UNIFORM, BSK_F16), dT;
+    bsk_bsr T = spmm_random_bsr(32 * 5, 32 * 4 + 7, 32, 0.5, BSK_PATTERN_UNIFORM, BSK_F16), dT;
     REQUIRE_OK(bsk_bsr_clone(&T, BSK_MEM_DEVICE, &dT));
     bsk_dense B = bsk_test_dense(T.rows, 64, 0, BSK_F16, r), C = bsk_test_dense_poison(T.cols, 64, 0, BSK_F32);
     double *ref = (double *)malloc((size_t)(T.cols * 64) * sizeof(double));
     bsk_ref_spmm(BSK_OP_T, 1.0, &T, &B, 0.0, NULL, ref);
     bsk_dense dB = B, dC = C;
     dB.mem = dC.mem = BSK_MEM_DEVICE;
-    dB.data = dev_copy(B.data, dense_bytes(&B));
-    dC.data = dev_copy(C.data, dense_bytes(&C));
+    dB.data = spmm_dev_copy(B.data, spmm_dense_bytes(&B));
+    dC.data = spmm_dev_copy(C.data, spmm_dense_bytes(&C));
     REQUIRE(dB.data && dC.data && ref);
     CHECK_STATUS(bsk_spmm(ctx, BSK_OP_T, 1.0f, &dT, &dB, 0.0f, &dC), BSK_SUCCESS);
     CHECK(strcmp(bsk_last_kernel(ctx), "hopper-wgmma-b32s") != 0);
-    CHECK(cudaMemcpy(C.data, dC.data, dense_bytes(&C), cudaMemcpyDeviceToHost) == cudaSuccess);
+    CHECK(cudaMemcpy(C.data, dC.data, spmm_dense_bytes(&C), cudaMemcpyDeviceToHost) == cudaSuccess);
     CHECK_REL(bsk_rel_err_dense(&C, ref), bsk_tol(BSK_F16, BSK_F32));
     free(ref);
     cudaFree(dB.data);

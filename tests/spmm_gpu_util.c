@@ -1,0 +1,122 @@
+/* spmm_gpu_util.c — see spmm_gpu_util.h. */
+#include "spmm_gpu_util.h"
+
+#ifdef BSK_WITH_CUDA
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cuda_runtime.h>
+#include "internal.h" /* bsk__load */
+
+void *spmm_dev_copy(const void *h, size_t bytes)
+{
+    void *d = NULL;
+    if (cudaMalloc(&d, bytes ? bytes : 1) != cudaSuccess) return NULL;
+    if (bytes && cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice) != cudaSuccess) {
+        cudaFree(d);
+        return NULL;
+    }
+    return d;
+}
+
+size_t spmm_dense_bytes(const bsk_dense *D) { return (size_t)(D->rows * D->ld) * bsk_dtype_size(D->dtype); }
+
+bsk_bsr spmm_random_bsr(int64_t M, int64_t K, int b, double d, bsk_pattern pat, bsk_dtype dt)
+{
+    bsk_bsr A;
+    memset(&A, 0, sizeof A);
+    (void)bsk_bsr_random(M, K, b, b, d, pat, bsk_rng_next(bsk_test_rng()), dt, &A);
+    return A;
+}
+
+/* Every element: |got - ref| <= tol * (|ref| + rms(ref) / 4): the output rounding is relative to the element, the
+   second term covers the fp32 accumulation error of elements that cancel to ~0 (it grows with the reduction length:
+   a 132,800-long sum missed rms / 20 by 1.3x on the device, whole-matrix rel err 4e-5). A missing or doubled block
+   still moves an element by far more than tol * rms / 4. Returns the number of bad elements (first few printed). */
+static int64_t bad_elements(const bsk_dense *got, const double *ref, double tol)
+{
+    double ss = 0;
+    const int64_t n = got->rows * got->cols;
+    for (int64_t i = 0; i < n; i++) ss += ref[i] * ref[i];
+    const double rms = n ? sqrt(ss / (double)n) : 0.0;
+    int64_t bad = 0;
+    for (int64_t i = 0; i < got->rows; i++)
+        for (int64_t j = 0; j < got->cols; j++) {
+            const double g = bsk__load(got->data, got->dtype, i * got->ld + j), r = ref[i * got->cols + j];
+            if (!(fabs(g - r) <= tol * (fabs(r) + rms / 4.0))) {
+                if (bad < 4) fprintf(stderr, "  C[%lld][%lld] = %.6g, want %.6g\n", (long long)i, (long long)j, g, r);
+                bad++;
+            }
+        }
+    return bad;
+}
+
+double spmm_gpu_case(bsk_test_ctx *t, bsk_context *ctx, bsk_op op, const bsk_bsr *A, int64_t N, int64_t padB,
+                     int64_t padC, bsk_dtype ct, float alpha, float beta, const char *want)
+{
+    bsk_rng *r = bsk_test_rng();
+    const int64_t kr = op == BSK_OP_N ? A->cols : A->rows, cr = op == BSK_OP_N ? A->rows : A->cols;
+    bsk_dense B = bsk_test_dense(kr, N, padB, A->dtype, r);
+    bsk_dense C = beta != 0.0f ? bsk_test_dense(cr, N, padC, ct, r) : bsk_test_dense_poison(cr, N, padC, ct);
+    double *ref = (double *)malloc((size_t)(cr * N + 1) * sizeof(double));
+    bsk_ref_spmm(op, alpha, A, &B, beta, &C, ref);
+
+    double err = NAN;
+    bsk_bsr dA;
+    memset(&dA, 0, sizeof dA);
+    bsk_dense dB = B, dC = C;
+    dB.mem = dC.mem = BSK_MEM_DEVICE;
+    dB.data = spmm_dev_copy(B.data, spmm_dense_bytes(&B));
+    dC.data = spmm_dev_copy(C.data, spmm_dense_bytes(&C));
+    void *back = malloc(spmm_dense_bytes(&C) + 1);
+    if (bsk_bsr_clone(A, BSK_MEM_DEVICE, &dA) != BSK_SUCCESS || !dB.data || !dC.data || !back || !ref) {
+        t->failed++;
+        fprintf(stderr, "  device setup failed\n");
+        goto done;
+    }
+    bsk_status s = bsk_spmm(ctx, op, alpha, &dA, &dB, beta, &dC);
+    CHECK_STATUS(s, BSK_SUCCESS);
+    CHECK_STATUS(bsk_synchronize(ctx), BSK_SUCCESS);
+    if (s != BSK_SUCCESS) goto done;
+    if (want && strncmp(bsk_last_kernel(ctx), want, strlen(want)) != 0) {
+        t->failed++;
+        fprintf(stderr, "  last kernel %s, want %s*\n", bsk_last_kernel(ctx), want);
+    }
+    if (cudaMemcpy(back, dC.data, spmm_dense_bytes(&C), cudaMemcpyDeviceToHost) != cudaSuccess) {
+        t->failed++;
+        goto done;
+    }
+    {
+        bsk_dense got = C;
+        got.data = back;
+        const double tol = bsk_tol(A->dtype, ct);
+        err = bsk_rel_err_dense(&got, ref);
+        CHECK_REL(err, tol);
+        const int64_t bad = bad_elements(&got, ref, tol);
+        CHECK(bad == 0);
+        /* padding columns [cols, ld) keep their old bytes (NaN poison or random values) */
+        const size_t es = bsk_dtype_size(ct);
+        int pad_ok = 1;
+        for (int64_t i = 0; i < C.rows && pad_ok; i++)
+            if (C.ld > C.cols &&
+                memcmp((char *)back + (size_t)(i * C.ld + C.cols) * es, (char *)C.data + (size_t)(i * C.ld + C.cols) * es,
+                       (size_t)(C.ld - C.cols) * es) != 0)
+                pad_ok = 0;
+        CHECK(pad_ok);
+        if (!(err <= tol) || bad)
+            fprintf(stderr, "  op %s b=%d M=%lld N=%lld K=%lld nnzb=%lld in=%d out=%d alpha=%g beta=%g: rel err %.3e, %lld bad\n",
+                    op == BSK_OP_N ? "N" : "T", (int)A->block_rows, (long long)A->rows, (long long)N, (long long)A->cols,
+                    (long long)A->nnzb, (int)A->dtype, (int)ct, alpha, beta, err, (long long)bad);
+    }
+done:
+    free(back);
+    cudaFree(dB.data);
+    cudaFree(dC.data);
+    bsk_bsr_free(&dA);
+    free(ref);
+    bsk_test_dense_free(&B);
+    bsk_test_dense_free(&C);
+    return err;
+}
+#endif

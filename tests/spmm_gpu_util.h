@@ -1,0 +1,27 @@
+/* spmm_gpu_util.h — fixtures the device SpMM tests share (tests/spmm_gpu_util.c): upload, a random BSR, and one
+   SpMM case run on the device and checked against the float64 reference. Used by test_hopper.c (b = 64 / 128)
+   and test_hopper_small.c (b = 16 / 32). Built only with CUDA. */
+#ifndef BSK_TEST_SPMM_GPU_UTIL_H
+#define BSK_TEST_SPMM_GPU_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "harness.h"
+
+#ifdef BSK_WITH_CUDA
+/* A device copy of `bytes` host bytes (a 1-byte allocation for 0), or NULL. */
+void *spmm_dev_copy(const void *h, size_t bytes);
+/* Bytes of a dense matrix's buffer: rows x ld elements. */
+size_t spmm_dense_bytes(const bsk_dense *D);
+/* A random host BSR with square b x b blocks (seeded from the test stream); zeroed on failure. */
+bsk_bsr spmm_random_bsr(int64_t M, int64_t K, int b, double d, bsk_pattern pat, bsk_dtype dt);
+/* C = alpha * op(A) * B + beta * C on the device for host A (fresh random B, random C when beta != 0, NaN-poisoned
+   C otherwise), checked against the float64 reference: the relative error of the whole, every element (|got - ref|
+   <= tol * (|ref| + rms(ref) / 4)), the padding between cols and ld untouched, and — when want is not NULL — that
+   the kernel that ran (bsk_last_kernel) starts with `want`, so a silent fallback fails. Returns the relative
+   error (NaN on any failure, after recording it). */
+double spmm_gpu_case(bsk_test_ctx *t, bsk_context *ctx, bsk_op op, const bsk_bsr *A, int64_t N, int64_t padB,
+                     int64_t padC, bsk_dtype ct, float alpha, float beta, const char *want);
+#endif
+
+#endif
