@@ -28,6 +28,8 @@ GENCODE_PORTABLE = -gencode arch=compute_90a,code=sm_90a -gencode arch=compute_8
 GENCODE_HOPPER   = -gencode arch=compute_90a,code=sm_90a
 NVCCFLAGS ?= -O3 -std=c++17 -lineinfo -Xcompiler -fPIC,-fvisibility=hidden -Iinclude -Isrc \
              --expt-relaxed-constexpr -Xptxas -warn-spills
+# Extra nvcc flags for probe builds only (e.g. NVCC_EXTRA=-DBSK_HOPPER_PROF: the SpMM kernel's cycle counters).
+NVCC_EXTRA ?=
 comma := ,
 # What `bsk preflight` reports: the code= targets of the portable gencode list actually built.
 ARCH_LIST = $(patsubst code=%,%,$(filter code=%,$(subst $(comma), ,$(GENCODE_PORTABLE))))
@@ -70,11 +72,11 @@ $(BUILD)/%.o: %.c
 
 $(BUILD)/src/cuda/hopper/%.o: src/cuda/hopper/%.cu
 	@mkdir -p $(dir $@)
-	$(NVCC) $(NVCCFLAGS) $(GENCODE_HOPPER) -DBSK_ARCH_LIST='"$(ARCH_LIST)"' -MMD -MP -c $< -o $@
+	$(NVCC) $(NVCCFLAGS) $(NVCC_EXTRA) $(GENCODE_HOPPER) -DBSK_ARCH_LIST='"$(ARCH_LIST)"' -MMD -MP -c $< -o $@
 
 $(BUILD)/%.o: %.cu
 	@mkdir -p $(dir $@)
-	$(NVCC) $(NVCCFLAGS) $(GENCODE_PORTABLE) -DBSK_ARCH_LIST='"$(ARCH_LIST)"' -MMD -MP -c $< -o $@
+	$(NVCC) $(NVCCFLAGS) $(NVCC_EXTRA) $(GENCODE_PORTABLE) -DBSK_ARCH_LIST='"$(ARCH_LIST)"' -MMD -MP -c $< -o $@
 
 $(BUILD)/lib/libbsk.a: $(LIB_OBJS)
 	@mkdir -p $(dir $@)

@@ -167,15 +167,47 @@ static void run_spmm(void *p)
     CS(bsk_spmm(s->ctx, BSK_OP_N, 1.0f, s->A, s->B, 0.0f, s->C));
 }
 
+/* --prof: one more call with the kernel's cycle counters on (a -DBSK_HOPPER_PROF build; all zero otherwise):
+   per consumer warpgroup the share of its time blocked on full barriers, in wgmma, in the epilogue, and the
+   rest (barrier releases, meta reads); cycles per stage and per item; the producer's share blocked on empty
+   slots. Sums over all CTAs. */
+static void print_prof(spmm_arg *sa)
+{
+    const int n = 16 * 1024;
+    unsigned long long *d, *hb = (unsigned long long *)calloc(n, sizeof *hb);
+    CK(cudaMalloc((void **)&d, n * sizeof *d));
+    CK(cudaMemset(d, 0, n * sizeof *d));
+    bsk__hopper_tune.prof_buf = d;
+    run_spmm(sa);
+    CS(bsk_synchronize(sa->ctx));
+    bsk__hopper_tune.prof_buf = NULL;
+    CK(cudaMemcpy(hb, d, n * sizeof *d, cudaMemcpyDeviceToHost));
+    double t[16] = {0};
+    for (int b = 0; b < 1024; b++)
+        for (int i = 0; i < 16; i++) t[i] += (double)hb[16 * b + i];
+    for (int c = 0; c < 2; c++) {
+        const double *q = t + 8 * c, tot = q[3] > 0 ? q[3] : 1;
+        printf("   prof consumer %d: wait %.1f%%  mma %.1f%%  epi %.1f%%  other %.1f%% | items %.0f stages %.0f | "
+               "per stage: mma %.0f wait %.0f cyc | per item: epi %.0f cyc, total %.0f cyc\n",
+               c, 100 * q[0] / tot, 100 * q[1] / tot, 100 * q[2] / tot, 100 * (tot - q[0] - q[1] - q[2]) / tot, q[4], q[5],
+               q[5] > 0 ? q[1] / q[5] : 0, q[5] > 0 ? q[0] / q[5] : 0, q[4] > 0 ? q[2] / q[4] : 0,
+               q[4] > 0 ? tot / q[4] : 0);
+    }
+    printf("   prof producer: blocked on empty slots %.1f%% of its time\n", t[15] > 0 ? 100 * t[14] / t[15] : 0);
+    CK(cudaFree(d));
+    free(hb);
+}
+
 int main(int argc, char **argv)
 {
-    int quick = 0, variants = 0, cf32 = 0, ncu = 0, d1 = 0, ring4 = 0, bands = 0;
+    int quick = 0, variants = 0, cf32 = 0, ncu = 0, d1 = 0, ring4 = 0, bands = 0, prof = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) quick = 1;
         else if (!strcmp(argv[i], "--variants")) variants = 1;
         else if (!strcmp(argv[i], "--cf32")) cf32 = 1;
         else if (!strcmp(argv[i], "--ncu")) ncu = 1; /* each kernel once, no checks: for a profiler run */
         else if (!strcmp(argv[i], "--d1")) d1 = 1;
+        else if (!strcmp(argv[i], "--prof")) prof = 1; /* cycle accounting (needs a -DBSK_HOPPER_PROF build) */
         else if (!strcmp(argv[i], "--bands")) bands = 1; /* the band L2 budget (8 / 16 / 32 MB) and L2 hints */
         else if (!strcmp(argv[i], "--ring4")) ring4 = 1; /* 4 ring stages + two store rounds vs 3 + one */   /* add the full pattern (d = 1): the kernel as a dense GEMM */
         else if (!strcmp(argv[i], "--size") && i + 1 < argc) M_ = N_ = K_ = atoll(argv[++i]);
@@ -383,6 +415,7 @@ int main(int argc, char **argv)
                  ms, mn, tf, tf / base, err, kern, c.tag, c.maxc ? c.maxc : bsk__hopper_tune.out_max_grid,
                  bsk__hopper_tune.out_pf);
         printf("%s\n", table[nt - 1]);
+        if (prof) print_prof(&sa);
         fflush(stdout);
         bsk_bsr_free(&A);
         bsk_bsr_free(&hA);

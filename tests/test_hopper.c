@@ -438,6 +438,9 @@ BSK_TEST(gpu_hopper_spmm_op_t)
         bsk__hopper_tune.max_ctas = 3;
         run_device_case_op(t, ctx, BSK_OP_T, &S, 520, 0, 0, BSK_F32, 0.75f, 0.5f, 1);
         run_device_case_op(t, ctx, BSK_OP_T, &S, 520, 0, 0, BSK_F16, 0.75f, 0.0f, 1);
+        bsk__hopper_tune.ring4 = 1; /* the 3-stage configuration with three CTAs taking many items */
+        run_device_case_op(t, ctx, BSK_OP_T, &S, 520, 0, 0, BSK_BF16, 0.75f, 0.0f, 1);
+        bsk__hopper_tune.ring4 = 0;
         bsk__hopper_tune = saved;
         /* determinism: the same call twice gives the same bytes */
         {

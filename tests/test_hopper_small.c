@@ -352,6 +352,27 @@ BSK_TEST(gpu_hopper_small_declines)
     bsk__hopper_small_tune = small_saved;
 }
 
+/* The library's own choice (force = 0): below the density crossover (b32 0.09, b16 0.18: the portable kernel
+   is faster there) the small-block kernel declines and the portable one answers, above it the small-block
+   kernel runs; either way the result is right. Densities sit well clear of the thresholds. */
+BSK_TEST(gpu_hopper_small_dispatch)
+{
+    bsk_context *ctx = NULL;
+    const char *why = small_skip_reason(&ctx);
+    if (why) SKIP(why);
+    bsk__hopper_small_tune.force = 0;
+    const struct { int b; double d; int small; } cases[4] = {{32, 0.04, 0}, {32, 0.30, 1}, {16, 0.08, 0}, {16, 0.35, 1}};
+    for (int i = 0; i < 4; i++) {
+        const int b = cases[i].b;
+        bsk_bsr A = spmm_random_bsr((int64_t)b * 48, (int64_t)b * 40, b, cases[i].d, BSK_PATTERN_UNIFORM, BSK_F16);
+        run_case(t, ctx, &A, 256, 0, 0, BSK_F16, 1.0f, 0.0f, cases[i].small ? small_name(b) : NULL);
+        if (!cases[i].small) CHECK(strcmp(bsk_last_kernel(ctx), small_name(b)) != 0);
+        bsk_bsr_free(&A);
+    }
+    bsk_destroy(ctx);
+    bsk__hopper_small_tune = small_saved;
+}
+
 #else /* built without CUDA: the tests exist and skip */
 BSK_TEST(gpu_hopper_small_dtypes) { SKIP("built without CUDA"); }
 BSK_TEST(gpu_hopper_small_tails) { SKIP("built without CUDA"); }
@@ -360,4 +381,5 @@ BSK_TEST(gpu_hopper_small_persistent) { SKIP("built without CUDA"); }
 BSK_TEST(gpu_hopper_small_long_lists) { SKIP("built without CUDA"); }
 BSK_TEST(gpu_hopper_small_malformed_indices_safe) { SKIP("built without CUDA"); }
 BSK_TEST(gpu_hopper_small_declines) { SKIP("built without CUDA"); }
+BSK_TEST(gpu_hopper_small_dispatch) { SKIP("built without CUDA"); }
 #endif

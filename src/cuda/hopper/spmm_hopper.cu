@@ -9,7 +9,7 @@ using namespace bsk_hopper;
 
 #include "tune.h"
 
-struct bsk_hopper_tune_s bsk__hopper_tune = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+struct bsk_hopper_tune_s bsk__hopper_tune;
 
 /* Defaults decided by measurement (docs/hopper-spmm-notes.md): the 2-CTA cluster variant is correct but was
    measured 1.5x slower on an H100 (run 4), so it runs only when bsk__hopper_tune.cluster asks for it. */
@@ -124,6 +124,7 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, cons
     p.l2hint = bsk__hopper_tune.l2hint ? 1 : 0;
     p.b_lbo = bsk__hopper_tune.bdesc_swap ? 1024u : 8192u;
     p.b_sbo = bsk__hopper_tune.bdesc_swap ? 8192u : 1024u;
+    p.prof = (unsigned long long *)bsk__hopper_tune.prof_buf;
 
     cudaError_t e;
     e = cudaFuncSetAttribute(spmm_kernel<CF, DT>, cudaFuncAttributeMaxDynamicSharedMemorySize, CF::SMEM);

@@ -63,7 +63,19 @@ struct SpmmParams {
     int l2hint;             /* A loads evict_last, C stores evict_first                            */
     uint32_t b_lbo, b_sbo;  /* B descriptor strides in bytes (8192 between 64-column panels, 1024
                                between 8-row groups); run-time only so a probe can try the swap    */
+    unsigned long long *prof; /* BSK_HOPPER_PROF builds only: per CTA 16 cycle counters (PROF_* below) */
 };
+
+/* Cycle accounting for probe builds (-DBSK_HOPPER_PROF, bench/hopper_probe.c --prof): where each warpgroup's
+   time goes. Per CTA, slots 8c + i for consumer c: PROF_WAIT (blocked on a full barrier), PROF_MMA (wgmma
+   issue to wait_group 0), PROF_EPI (epilogue), PROF_TOTAL, PROF_ITEMS, PROF_STAGES; slot 6 / 7 (in consumer
+   1's range, unused there): the producer's wait on empty slots and its total. Compiled out otherwise. */
+enum { PROF_WAIT = 0, PROF_MMA = 1, PROF_EPI = 2, PROF_TOTAL = 3, PROF_ITEMS = 4, PROF_STAGES = 5 };
+#ifdef BSK_HOPPER_PROF
+#define BSK_PROF_CLOCK() clock64()
+#else
+#define BSK_PROF_CLOCK() 0LL
+#endif
 
 /* Meta flags: SKIP0 / SKIP1: consumer 0 / 1 issues no wgmma for this stage (no data for its rows);
    END: no more items; LAST: the last stage of the item (the epilogue follows). */
@@ -111,7 +123,10 @@ struct Cfg {
     static constexpr int B_OFF = STAGES_ * A_BYTES;
     /* EPI: 64-column panels staged per round (0: all WGN / 64 at once). Fewer panels per round leave room
        for a 4th ring stage at BM = 128 (4 x 48 KB + 2 x 16 KB staging fits in 227 KB); the rounds after the
-       first wait for the previous round's TMA store to have read the buffer. */
+       first wait for the previous round's TMA store to have read the buffer. (Session 5 measured the
+       alternatives that keep 4 stages: consumer 1 staging in its item's last ring stage, kept from the producer
+       until its store had read it, and the consumers' epilogues in turns: both slower, -2 to -7 %, because
+       either one holds ring slots back from the producer; docs/hopper-spmm-notes.md.) */
     static constexpr int EPQ = EPQ_ > 0 ? EPQ_ : WGN_ / 64;
     static_assert((WGN_ / 64) % EPQ == 0, "EPQ divides the consumer's panels");
     static constexpr int C_WG_BYTES = 64 * 64 * 2 * EPQ; /* one consumer's staging buffer (16-bit C)  */
@@ -418,10 +433,15 @@ __global__ void __launch_bounds__(384, 1)
                barrier (the TMA loads, if any, follow). The record is a plain store ordered by the barrier's
                release/acquire; each consumer warp reads it through its lane 0 only (stage_record_read), the
                lane that releases the slot. (st.async onto the full barrier faulted outside a real cluster.) */
+            long long pr_wait = 0;
+            const long long pr_t0 = BSK_PROF_CLOCK();
+            (void)pr_t0;
             auto open_stage = [&](int4 mv, uint32_t bytes) {
                 const uint32_t fb = full0 + 8 * s;
+                const long long w0 = BSK_PROF_CLOCK();
                 if (CL) mbar_wait_cluster(empty0 + 8 * s, ph ^ 1);
                 else mbar_wait(empty0 + 8 * s, ph ^ 1);
+                pr_wait += BSK_PROF_CLOCK() - w0;
                 meta[s] = mv;
                 if (bytes) mbar_arrive_expect_tx(fb, bytes);
                 else mbar_arrive(fb);
@@ -492,6 +512,12 @@ __global__ void __launch_bounds__(384, 1)
             for (;;) {
                 if (t >= total) {
                     if (lane == 0) open_stage(make_int4(0, 0, 0, META_END), 0);
+#ifdef BSK_HOPPER_PROF
+                    if (lane == 0 && p.prof) {
+                        p.prof[16 * blockIdx.x + 14] += (unsigned long long)pr_wait;
+                        p.prof[16 * blockIdx.x + 15] += (unsigned long long)(BSK_PROF_CLOCK() - pr_t0);
+                    }
+#endif
                     break;
                 }
                 const unsigned pend = fetch(); /* the next item, fetched one ahead */
@@ -630,9 +656,14 @@ __global__ void __launch_bounds__(384, 1)
         /* The full barrier completes through TMA transactions (own loads and the peer's multicast), which
            makes the data visible to the waiting threads; CTA scope is what the copy engine's completion needs.
            cl_acq keeps the cluster-scope acquire of the run-4 kernel for comparison. */
+        long long pc[6] = {0, 0, 0, 0, 0, 0}; /* PROF_* counters (probe builds) */
+        const long long pc_t0 = BSK_PROF_CLOCK();
+        (void)pc_t0;
         auto wait_full = [&]() {
+            const long long w0 = BSK_PROF_CLOCK();
             if (CL && p.cl_acq) mbar_wait_cluster(full0 + 8 * s, ph);
             else mbar_wait(full0 + 8 * s, ph);
+            pc[PROF_WAIT] += BSK_PROF_CLOCK() - w0;
         };
         auto release = [&]() { /* one arrival per warp on every CTA's empty barrier of the stage */
             __syncwarp();
@@ -641,11 +672,17 @@ __global__ void __launch_bounds__(384, 1)
                 if (CL) mbar_arrive_cluster(mapa(empty0 + 8 * s, rank ^ 1u));
             }
         };
+        const int tw = threadIdx.x & 127;
         for (;;) {
             wait_full();
             const int4 m = stage_record_read(&meta[s], lane);
             if (m.w & META_END) {
                 if (CF::EPI && (threadIdx.x & 127) == 0) bulk_wait0(); /* staged tiles read before exit */
+#ifdef BSK_HOPPER_PROF
+                pc[PROF_TOTAL] = BSK_PROF_CLOCK() - pc_t0;
+                if ((threadIdx.x & 127) == 0 && p.prof)
+                    for (int i = 0; i < 6; ++i) p.prof[16 * blockIdx.x + 8 * c + i] += (unsigned long long)pc[i];
+#endif
                 break;
             }
             const int unit = m.x, ntile = m.y * CF::CLUSTER + (int)rank;
@@ -658,6 +695,7 @@ __global__ void __launch_bounds__(384, 1)
                 if (!(fl & skip_me)) {
                     const uint32_t a_addr = sbase + CF::A_OFF + s * CF::A_BYTES + a_off;
                     const uint32_t b_addr = sbase + CF::B_OFF + s * CF::B_BYTES + b_off;
+                    const long long m0 = BSK_PROF_CLOCK();
                     wgmma_fence();
 #pragma unroll
                     for (int k = 0; k < 4; ++k)
@@ -666,6 +704,8 @@ __global__ void __launch_bounds__(384, 1)
                             smem_desc(b_addr + 2048 * k, p.b_lbo, p.b_sbo));
                     wgmma_commit();
                     wgmma_wait<0>();
+                    pc[PROF_MMA] += BSK_PROF_CLOCK() - m0;
+                    pc[PROF_STAGES] += 1;
                 }
                 release();
                 if (++s == CF::STAGES) { s = 0; ph ^= 1; }
@@ -675,6 +715,8 @@ __global__ void __launch_bounds__(384, 1)
             }
 #pragma unroll
             for (int i = 0; i < CF::WGN / 2; ++i) reg_fence(acc[i]);
+            const long long e0 = BSK_PROF_CLOCK();
+            pc[PROF_ITEMS] += 1;
             /* this warpgroup's 64 x WGN part of the tile */
             const int64_t wr0 = CF::PAIR ? (int64_t)(2 * unit + c) * 64
                                          : (int64_t)unit * CF::BM + (CF::SPLIT_N ? 0 : 64 * c);
@@ -683,7 +725,6 @@ __global__ void __launch_bounds__(384, 1)
                 /* stage 64 x WGN (16-bit, alpha applied) in 64-column 128B-swizzled panels, then TMA-store it;
                    the store clips rows >= M and columns >= N (N % 8 == 0 here: see the launcher). The buffer is
                    reused only after the previous item's store has read it. */
-                const int tw = threadIdx.x & 127;
                 const uint32_t cbuf = sbase + CF::C_OFF + (uint32_t)c * CF::C_WG_BYTES;
                 const int rl = 16 * warp + (lane >> 2);
                 /* one round: stage panels Q0 .. Q0 + EPQ - 1, then one thread stores them */
@@ -728,6 +769,7 @@ __global__ void __launch_bounds__(384, 1)
                         store_tile<BSK_BF16, CF::WGN>(acc, Cp, p.ldc, r0, c0, full, p.M, p.N, p.alpha, p.beta);
                 }
             }
+            pc[PROF_EPI] += BSK_PROF_CLOCK() - e0;
         }
     }
     if (CL) cluster_sync(); /* no CTA leaves while its peer may still signal its barriers */

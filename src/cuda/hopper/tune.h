@@ -23,6 +23,8 @@ struct bsk_hopper_tune_s {
                        2 four stages + half the tile staged per round (two rounds)                            */
     int out_max_grid; /* written by the launcher: the persistent grid before capping by the item count        */
     int out_pf;       /* written by the launcher: the prefetch lead in blocks it used (0: off)                 */
+    void *prof_buf;   /* device buffer of 16 x grid unsigned long long cycle counters, read by kernels built
+                         with -DBSK_HOPPER_PROF (bench/hopper_probe.c --prof); NULL otherwise                 */
 };
 extern struct bsk_hopper_tune_s bsk__hopper_tune;
 #ifdef __cplusplus
