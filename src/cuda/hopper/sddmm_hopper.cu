@@ -5,6 +5,7 @@
    cannot do exactly right. */
 #include <stdint.h>
 #include "tma.cuh"
+#include "launch.cuh"
 #include "sddmm_kernel.cuh"
 #include "sddmm_tune.h"
 
@@ -79,11 +80,7 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, floa
     p.nb = (int)nb;
     p.chunks = chunks;
 
-    cudaError_t e = cudaFuncSetAttribute(sddmm_kernel<CF, DT>, cudaFuncAttributeMaxDynamicSharedMemorySize, CF::SMEM);
-    if (e != cudaSuccess) {
-        (void)cudaGetLastError();
-        return BSK_ERR_UNSUPPORTED;
-    }
+    if ((s = bsk_hopper_allow_smem(sddmm_kernel<CF, DT>, CF::SMEM))) return s;
     const int force = bsk__hopper_sddmm_tune.split < 0 ? -1 : bsk__hopper_sddmm_tune.split;
     sddmm_prep_kernel<<<1, 1024, 0, stream>>>(out->row_ptr, (int)mb, (int)nnzb, CF::GB, (int)cap, grid, chunks,
                                               (int)slot_cap, force, bsk__hopper_sddmm_tune.split_order ? 1 : 0,
@@ -91,24 +88,9 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, floa
                                               (unsigned *)w, (int *)(w + off_ctr));
     if ((s = BSK_CUDA_LAUNCH_CHECK())) return s;
 
-    cudaLaunchConfig_t cfg;
-    cudaLaunchAttribute attr[1];
-    cfg.gridDim = dim3((unsigned)grid);
-    cfg.blockDim = dim3(CF::THREADS);
-    cfg.dynamicSmemBytes = CF::SMEM;
-    cfg.stream = stream;
-    cfg.attrs = attr;
-    cfg.numAttrs = 0;
-    if (!bsk__hopper_sddmm_tune.no_pdl) {
-        attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-        attr[0].val.programmaticStreamSerializationAllowed = 1;
-        cfg.numAttrs = 1;
-    }
-    e = cudaLaunchKernelEx(&cfg, sddmm_kernel<CF, DT>, tmX, tmY, p);
-    if (e != cudaSuccess) {
-        (void)cudaGetLastError();
-        return bsk_cuda_status(e);
-    }
+    if ((s = bsk_hopper_launch(sddmm_kernel<CF, DT>, grid, CF::THREADS, CF::SMEM, stream,
+                               !bsk__hopper_sddmm_tune.no_pdl, 1, tmX, tmY, p)))
+        return s;
     ctx->last_kernel = name;
     return BSK_SUCCESS;
 }

@@ -3,6 +3,7 @@
    Declines (BSK_ERR_UNSUPPORTED, the portable path then runs) anything it cannot do exactly right. */
 #include <stdint.h>
 #include "tma.cuh"
+#include "launch.cuh"
 #include "spmm_kernel.cuh"
 
 using namespace bsk_hopper;
@@ -126,28 +127,24 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, cons
     p.b_sbo = bsk__hopper_tune.bdesc_swap ? 8192u : 1024u;
     p.prof = (unsigned long long *)bsk__hopper_tune.prof_buf;
 
-    cudaError_t e;
-    e = cudaFuncSetAttribute(spmm_kernel<CF, DT>, cudaFuncAttributeMaxDynamicSharedMemorySize, CF::SMEM);
-    if (e != cudaSuccess) { (void)cudaGetLastError(); return BSK_ERR_UNSUPPORTED; }
+    if ((s = bsk_hopper_allow_smem(spmm_kernel<CF, DT>, CF::SMEM))) return s;
 
-    cudaLaunchConfig_t cfg;
-    cudaLaunchAttribute attr[2];
-    int na = 0;
-    cfg.blockDim = dim3(CF::THREADS);
-    cfg.dynamicSmemBytes = CF::SMEM;
-    cfg.stream = stream;
-    cfg.attrs = attr;
     int grid = st->sms;
     if (CF::CLUSTER > 1) {
         /* how many clusters fit at once (GPCs with an odd number of free SMs leave one out): asked once */
         static int max_clusters = -1;
-        attr[0].id = cudaLaunchAttributeClusterDimension;
-        attr[0].val.clusterDim.x = CF::CLUSTER;
-        attr[0].val.clusterDim.y = 1;
-        attr[0].val.clusterDim.z = 1;
-        na = 1;
         if (max_clusters < 0) {
             int n = 0;
+            cudaLaunchConfig_t cfg = {};
+            cudaLaunchAttribute attr[1];
+            attr[0].id = cudaLaunchAttributeClusterDimension;
+            attr[0].val.clusterDim.x = CF::CLUSTER;
+            attr[0].val.clusterDim.y = 1;
+            attr[0].val.clusterDim.z = 1;
+            cfg.blockDim = dim3(CF::THREADS);
+            cfg.dynamicSmemBytes = CF::SMEM;
+            cfg.stream = stream;
+            cfg.attrs = attr;
             cfg.gridDim = dim3((unsigned)(st->sms / CF::CLUSTER * CF::CLUSTER));
             cfg.numAttrs = 1;
             if (cudaOccupancyMaxActiveClusters(&n, spmm_kernel<CF, DT>, &cfg) != cudaSuccess) {
@@ -170,16 +167,10 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, cons
                                              sorted, bandinfo, counter);
     if ((s = BSK_CUDA_LAUNCH_CHECK())) return s;
 
-    cfg.gridDim = dim3((unsigned)grid);
-    if (!bsk__hopper_tune.no_pdl) {
-        attr[na].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-        attr[na].val.programmaticStreamSerializationAllowed = 1;
-        na++;
-    }
-    cfg.numAttrs = (unsigned)na;
-    e = cudaLaunchKernelEx(&cfg, spmm_kernel<CF, DT>, tmA, tmB, tmC, tmPA, tmPB, p);
+    s = bsk_hopper_launch(spmm_kernel<CF, DT>, grid, CF::THREADS, CF::SMEM, stream, !bsk__hopper_tune.no_pdl,
+                          CF::CLUSTER, tmA, tmB, tmC, tmPA, tmPB, p);
     if (CF::TRANS) bsk_cuda_tindex_done(ctx, &ti);
-    if (e != cudaSuccess) { (void)cudaGetLastError(); return bsk_cuda_status(e); }
+    if (s) return s;
     ctx->last_kernel = name;
     return BSK_SUCCESS;
 }

@@ -5,6 +5,7 @@
    right. The union lists are rebuilt per call (two small kernels; see docs/hopper-spmm-notes.md, session 4). */
 #include <stdint.h>
 #include "tma.cuh"
+#include "launch.cuh"
 #include "spmm_small_kernel.cuh"
 #include "spmm_small_tune.h"
 
@@ -95,8 +96,7 @@ static bsk_status launch_small(bsk_context *ctx, const struct bsk_cuda_state *st
     p.diag = bsk__hopper_small_tune.diag;
     bsk__hopper_small_tune.out_items = (int)(G * nt);
 
-    cudaError_t e = cudaFuncSetAttribute(small_spmm_kernel<CF, DT, CT>, cudaFuncAttributeMaxDynamicSharedMemorySize, CF::SMEM);
-    if (e != cudaSuccess) { (void)cudaGetLastError(); return BSK_ERR_UNSUPPORTED; }
+    if ((s = bsk_hopper_allow_smem(small_spmm_kernel<CF, DT, CT>, CF::SMEM))) return s;
 
     /* prep: the union lists (one CTA per group, grid-stride), then the order (one CTA) */
     const int ugrid = (int)(G < 4096 ? G : 4096);
@@ -113,21 +113,9 @@ static bsk_status launch_small(bsk_context *ctx, const struct bsk_cuda_state *st
     if (grid < 1) grid = 1;
     bsk__hopper_small_tune.out_grid = grid;
 
-    cudaLaunchConfig_t cfg;
-    cudaLaunchAttribute attr[1];
-    cfg.gridDim = dim3((unsigned)grid);
-    cfg.blockDim = dim3(CF::THREADS);
-    cfg.dynamicSmemBytes = CF::SMEM;
-    cfg.stream = stream;
-    cfg.attrs = attr;
-    cfg.numAttrs = 0;
-    if (!bsk__hopper_small_tune.no_pdl) {
-        attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-        attr[0].val.programmaticStreamSerializationAllowed = 1;
-        cfg.numAttrs = 1;
-    }
-    e = cudaLaunchKernelEx(&cfg, small_spmm_kernel<CF, DT, CT>, tmA, tmB, p);
-    if (e != cudaSuccess) { (void)cudaGetLastError(); return bsk_cuda_status(e); }
+    if ((s = bsk_hopper_launch(small_spmm_kernel<CF, DT, CT>, grid, CF::THREADS, CF::SMEM, stream,
+                               !bsk__hopper_small_tune.no_pdl, 1, tmA, tmB, p)))
+        return s;
     ctx->last_kernel = name;
     return BSK_SUCCESS;
 }
