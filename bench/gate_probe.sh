@@ -8,7 +8,8 @@
 # last. Logs in $OUT.
 # Usage (device machine, repo root): bench/gate_probe.sh
 #   GATE_BUILD=dir (default build-gate); GATE_TESTS=0, GATE_NCU=0, GATE_BENCH=0, GATE_SAN=0 skip those steps;
-#   GATE_BENCH_ARGS (default: --dims 128,64 --densities 0.10,0.25,0.50 --iters 5).
+#   GATE_BENCH_ARGS (default: --dims 128,64 --densities 0.10,0.25,0.50 --iters 5); GATE_SAN_FILTER (the tests
+#   memcheck runs, default gpu_attn_topk).
 set -o pipefail
 B=${GATE_BUILD:-build-gate}
 OUT=${OUT:-/tmp/gate_out}
@@ -20,7 +21,8 @@ t0=$(date +%s)
 make BUILD=$B JOBS=16 GENCODE_PORTABLE='-gencode arch=compute_90a,code=sm_90a' $B/bin/bsk_tests $B/bin/bsk \
     $B/lib/libbsk.a > "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; echo "BUILD FAILED"; exit 1; }
 
-# ---- the probe (C, linked against the static library; bsk__topk_variant is topk.cu's benchmark hook)
+# ---- the probe (C, linked against the static library; bsk__topk_variant is topk.cu's benchmark hook); the last
+#      three entries time the gate on pre-pooled input (params.pooled = 1: scores + top-k + layout only)
 cat > /tmp/gate_probe.c <<'EOF'
 #include <cuda_runtime.h>
 #include <math.h>
@@ -39,8 +41,11 @@ int main(int argc, char **argv)
     const int32_t bs = 128;
     size_t bytes = (size_t)n * 2, flush_bytes = (size_t)256 << 20;
     uint16_t *h = (uint16_t *)malloc(bytes);
-    void *dq, *dk, *flush, *dst;
+    void *dq, *dk, *flush, *dst, *dpq, *dpk;
     CK(cudaMalloc(&dq, bytes)); CK(cudaMalloc(&dk, bytes)); CK(cudaMalloc(&flush, flush_bytes)); CK(cudaMalloc(&dst, bytes));
+    const int64_t nblk = S / bs;
+    const size_t pbytes = (size_t)(Bt * nblk * H * D) * 2; /* pre-pooled Q and K: one bf16 row per 128-row block */
+    CK(cudaMalloc(&dpq, pbytes)); CK(cudaMalloc(&dpk, pbytes));
     uint64_t x = 88172645463325252ull;
     for (int t = 0; t < 2; t++) {
         for (int64_t i = 0; i < n; i++) { /* bf16 of a uniform value in [-1, 1), never zero */
@@ -50,6 +55,7 @@ int main(int argc, char **argv)
             uint32_t u; memcpy(&u, &f, 4); h[i] = (uint16_t)(u >> 16);
         }
         CK(cudaMemcpy(t ? dk : dq, h, bytes, cudaMemcpyHostToDevice));
+        CK(cudaMemcpy(t ? dpk : dpq, h + (size_t)t * 4096, pbytes, cudaMemcpyHostToDevice)); /* random rows */
     }
     bsk_context *ctx;
     if (bsk_create(&ctx, BSK_BACKEND_CUDA)) { printf("no device\n"); return 1; }
@@ -73,19 +79,34 @@ int main(int argc, char **argv)
                bytes / 1e6, ms[iters / 2], bw, 2.0 * bytes / 1e6, 2.0 * bytes / (bw * 1e12) * 1e6);
     }
     /* ncu: the two selects once each per config (no warm-up call, so one profiled launch per select) */
-    const int variants[] = {0, 8, 4, 3};
-    const char *names[] = {"new: fast pool + warp select + PDL", "session 3: fast pool + tiled select + PDL",
-                           "new without PDL", "session 2: generic pool x2 + per-block sel"};
-    int nvar = ncu ? 2 : 4;
-    for (int dd = 0; dd < 2; dd++)
-    for (int causal = 0; causal < 2; causal++) {
+    /* entries 5..10: pre-pooled input (params.pooled = 1), compared with entry 5; --ncu: entries 5 and 9 at D=128
+       non-causal only (one profiled launch each). Variant bits (topk.cu): 16 toggles the L2 prefetch (on for pooled
+       rows), 32 query-per-warp scoring split, 64 late conversion of pooled rows */
+    const int variants[] = {0, 32, 8, 4, 3, 0, 4, 8, 16, 64, 80};
+    const int pooled_in[] = {0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1};
+    const char *names[] = {"new: fast pool + warp select + PDL", "the same, query-per-warp scoring split",
+                           "session 3: fast pool + tiled select + PDL",
+                           "new without PDL", "session 2: generic pool x2 + per-block sel",
+                           "POOLED: direct-read warp sel + L2 prefetch", "POOLED: the same without PDL",
+                           "POOLED: rows to fp64 workspace + tiled sel", "POOLED: direct read, no L2 prefetch",
+                           "POOLED: + late conversion (loads in flight)", "POOLED: late conversion, no L2 prefetch"};
+    int nvar = 11;
+    for (int dd = 0; dd < (ncu ? 1 : 2); dd++)
+    for (int causal = 0; causal < (ncu ? 1 : 2); causal++) {
         const int64_t Dd = dd ? 64 : D; /* D=64: the same buffers viewed with half the head dim */
         int32_t *ref = NULL;
         for (int vi = 0; vi < nvar; vi++) {
+            if (ncu && vi != 5 && vi != 9) continue;
             bsk_topk_params p;
             memset(&p, 0, sizeof p);
             p.q = bsk_attn_tensor_bshd(dq, Bt, S, H, Dd, BSK_BF16, BSK_MEM_DEVICE);
             p.k = bsk_attn_tensor_bshd(dk, Bt, S, H, Dd, BSK_BF16, BSK_MEM_DEVICE);
+            if (pooled_in[vi]) {
+                if (vi > 0 && !pooled_in[vi - 1]) { free(ref); ref = NULL; } /* pooled entries: their own reference */
+                p.pooled = 1;
+                p.q = bsk_attn_tensor_bshd(dpq, Bt, nblk, H, Dd, BSK_BF16, BSK_MEM_DEVICE);
+                p.k = bsk_attn_tensor_bshd(dpk, Bt, nblk, H, Dd, BSK_BF16, BSK_MEM_DEVICE);
+            }
             p.top_k = 6; p.causal = causal; p.keep_first = 1; p.keep_diagonal = 1; /* as bsk attention at d 0.1 */
             bsk_attn_layout L;
             if (bsk_attn_layout_alloc(S, S, bs, bs, (int32_t)Bt, (int32_t)H, p.top_k, BSK_MEM_DEVICE, &L)) { printf("alloc\n"); return 1; }
@@ -118,7 +139,7 @@ int main(int argc, char **argv)
                 free(got);
             }
             qsort(ms, (size_t)iters, sizeof *ms, cmp);
-            printf("gate D=%3lld %-8s variant %d %-40s %s: median %.1f us (min %.1f)  kept %lld  diff vs variant 0: %lld\n",
+            printf("gate D=%3lld %-8s variant %d %-42s %s: median %.1f us (min %.1f)  kept %lld  diff vs first: %lld\n",
                    (long long)Dd, causal ? "causal" : "non-caus", variants[vi], names[vi], st ? bsk_status_string(st) : "ok",
                    ms[iters / 2] * 1e3, ms[0] * 1e3, (long long)kept, (long long)diff);
             bsk_attn_layout_free(&L);
@@ -156,9 +177,11 @@ if [ "${GATE_NCU:-1}" = 1 ] && [ $hung = 0 ]; then
         res_ncu="rc=$?"
         "$NCU" -i "$SCR/select.ncu-rep" --page details > "$OUT/ncu.log" 2>&1
         "$NCU" -i "$SCR/select.ncu-rep" --page raw --csv > "$OUT/ncu_raw.csv" 2>&1
-        for k in ${GATE_NCU_SOURCE:-select_warp}; do # per-instruction samples of the first launch of each kernel named
-            "$NCU" -i "$SCR/select.ncu-rep" --page source --csv --print-source sass -k regex:$k --launch-count 1 \
-                > "$OUT/ncu_source_$k.csv" 2>&1
+        for k in ${GATE_NCU_SOURCE:-select_warp}; do # per-instruction samples of the first two launches of each kernel named
+            for skip in 0 1; do
+                "$NCU" -i "$SCR/select.ncu-rep" --page source --csv --print-source sass -k regex:$k --launch-skip $skip \
+                    --launch-count 1 > "$OUT/ncu_source_${k}_$skip.csv" 2>&1
+            done
         done
     fi
     echo "ncu: $(( $(date +%s) - t0 )) s"
@@ -170,7 +193,7 @@ if [ "${GATE_BENCH:-1}" = 1 ] && [ $hung = 0 ]; then
     echo "bench: $(( $(date +%s) - t0 )) s"
 fi
 if [ "${GATE_SAN:-1}" = 1 ] && [ $hung = 0 ]; then
-    timeout ${GATE_SAN_TIMEOUT:-60} compute-sanitizer --tool memcheck --error-exitcode 9 $B/bin/bsk_tests gpu_attn_topk \
+    timeout ${GATE_SAN_TIMEOUT:-60} compute-sanitizer --tool memcheck --error-exitcode 9 $B/bin/bsk_tests ${GATE_SAN_FILTER:-gpu_attn_topk} \
         > "$OUT/memcheck.log" 2>&1; rc=$?
     res_mem="rc=$rc $(grep 'ERROR SUMMARY' "$OUT/memcheck.log" | tail -1) $(grep -c '^ok ' "$OUT/memcheck.log") ok"
     echo "sanitizer: $(( $(date +%s) - t0 )) s"

@@ -470,7 +470,21 @@ BSK_API bsk_status bsk_attention_forward(bsk_context *ctx, const bsk_attention_p
    Kept tiles are classified full/partial as the builders do (causal diagonal, kv_len). Pooling and
    projection sums run in a fixed order in fp32/fp64, so the CPU and the GPU gate select the same tiles.
    Device operands: no host synchronisation (workspace from the context); nb <= 8192 on the GPU.
-   Errors as bsk_attention_forward, plus INVALID_ARGUMENT for top_k < 1. */
+   Pre-pooled input (pooled = 1): q and k already hold one row per block — q is batch x mq x heads x dim,
+   k is batch x nb x kv_heads x dim (mq, nb: the query / key blocks of `out`, whose seq_q / seq_k are the
+   real sequence lengths) — and row i of q (j of k) is taken as mean_q(i) (mean_k(j)) as it is: the gate
+   reads no full-length tensor, so its cost no longer includes reading all of Q and K (the caller computes
+   the means where they are cheap, e.g. fused into the projection: the mean of a block's rows commutes with
+   a linear projection, mean(X)·W = mean(X·W), before RoPE). Everything else is unchanged: candidates
+   (kv_len and causal still decide them: a key block starting at or past kv_len(b) is never a candidate,
+   whatever its row holds), forced blocks, ties, classification, projections. The rows are read in their
+   dtype and scored exactly as the pooled means of pooled = 0 (fp32 values, fp64 products), so a caller who
+   passes the means that pooling computes gets the same layout (F32 rows; pooling sums, per dimension, 8
+   partial sums over rows r0+g, r0+g+8, ... in ascending order combined as ((p0+p1)+(p2+p3))+((p4+p5)+(p6+p7)),
+   then divides by the row count, all in fp32; key rows only up to kv_len). kv_lens lie in [0, out->seq_k].
+   On the GPU without projections (nb <= 512) the pooled gate is one kernel launch.
+   Errors as bsk_attention_forward, plus INVALID_ARGUMENT for top_k < 1 or pooled not 0/1, SHAPE_MISMATCH
+   for pooled q.seq != mq or k.seq != nb. */
 typedef struct bsk_topk_params {
     bsk_attn_tensor q, k;
     const int32_t *kv_lens;    /* [batch] or NULL */
@@ -481,6 +495,7 @@ typedef struct bsk_topk_params {
     int keep_diagonal;         /* 0 or 1 */
     const bsk_dense *w_q;      /* NULL or dim x proj_dim */
     const bsk_dense *w_k;      /* NULL or dim x proj_dim */
+    int pooled;                /* 0: q, k are the full tensors; 1: one row per block (see above) */
 } bsk_topk_params;
 BSK_API bsk_status bsk_topk_block_layout(bsk_context *ctx, const bsk_topk_params *params, bsk_attn_layout *out);
 

@@ -6,7 +6,9 @@
    mirrored rounds when more than half the candidates are kept, keep-all; key chunks of 64 and score-element
    chunks of 64 with partial tails, odd score lengths), the tiled select (the default above nb = 512) and the
    one-CTA-per-query-block select (key-block counts whose scores do not fit in shared memory); exact ties must
-   go to the lower block on all of them. */
+   go to the lower block on all of them. Pre-pooled input (pooled = 1) runs the same cases on every variant: the
+   direct-read warp select (one launch, rows in their dtype) and the workspace paths (projection, tiled and
+   per-query-block selects), against the unpooled and the pooled CPU gate. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,11 +63,11 @@ static const topk_case topk_cases[] = {
     {1, 2, 2, 300, 2560, 512, 64, 64, 6, 0, 1, 1, 0, 0, 0, 1, 0, BSK_F16},
 };
 
-/* topk.cu's benchmark / test hook: 0 the default choice, 8 the tiled select instead of the warp select, 2 the
-   one-CTA-per-query-block select. Weak here so that a build without CUDA (no topk.cu; these tests skip) links;
+/* topk.cu's benchmark / test hook: 0 the default choice, 32 the warp select's other scoring split, 8 the tiled
+   select instead of the warp select, 2 the one-CTA-per-query-block select. Weak here so that a build without CUDA (no topk.cu; these tests skip) links;
    topk.cu's definition wins where it exists. */
 __attribute__((weak)) int bsk__topk_variant = 0;
-static const int topk_variants[] = {0, 8, 2};
+static const int topk_variants[] = {0, 32, 8, 2};
 
 typedef struct topk_buf {
     bsk_attn_tensor t;
@@ -265,5 +267,114 @@ BSK_TEST(gpu_attn_topk_repeat_stable)
         free(q.host); free(k.host);
     }
     free(first);
+    bsk_destroy(ctx);
+}
+
+/* Pre-pooled input (bsk_topk_params.pooled; tests/test_topk.c). */
+attn_tbuf topk_test_pooled(const bsk_attn_tensor *src, int32_t bs, const int32_t *lens, bsk_dtype dt, int order,
+                           int64_t pad, float garbage, bsk_rng *r);
+int64_t topk_test_layout_diff(const bsk_attn_layout *A, const bsk_attn_layout *B);
+
+/* Every case above with pooled rows (causal ones with nonzero offsets too), on every select variant: (a) the F32 means the gate itself would compute (in
+   its order; rows of key blocks past kv_len hold 1e30, never candidates) must give the unpooled CPU layout bit
+   for bit; (b) the same means rounded to the case's dtype (another row order and alignment) must give the
+   pooled CPU layout. Case (a) with the case's projections runs the projection from pooled rows, (b) without
+   them runs the one-launch direct-read warp select for every dtype. */
+BSK_TEST(gpu_attn_topk_pooled_matches_cpu)
+{
+    bsk_context *ctx, *cpu;
+    if (bsk_create(&ctx, BSK_BACKEND_CUDA) != BSK_SUCCESS) SKIP("no CUDA device");
+    REQUIRE_OK(bsk_create(&cpu, BSK_BACKEND_CPU));
+    for (size_t ci = 0; ci < sizeof topk_cases / sizeof topk_cases[0]; ci++) {
+        const topk_case *c = &topk_cases[ci];
+        bsk_rng *r = bsk_test_rng();
+        topk_buf q = topk_tensor(c, c->SQ, c->H, r, 0, c->bq), k = topk_tensor(c, c->SK, c->HK, r, c->ties, c->bk);
+        const int64_t nb = (c->SK + c->bk - 1) / c->bk, cap = c->top_k < nb ? c->top_k : nb;
+        int32_t *lens = NULL;
+        if (c->kv_lens) {
+            lens = (int32_t *)malloc((size_t)c->B * 4);
+            for (int64_t b = 0; b < c->B; b++) lens[b] = (int32_t)bsk_rng_int(r, 1, c->SK);
+        }
+        bsk_dense wq, wk, dwq, dwk;
+        if (c->proj) {
+            wq = bsk_test_dense(c->D, c->proj, 1, BSK_F32, r);
+            wk = bsk_test_dense(c->D, c->proj, 0, BSK_BF16, r);
+            dwq = wq; dwk = wk;
+            dwq.data = attn_to_dev(wq.data, (size_t)(wq.rows * wq.ld) * bsk_dtype_size(wq.dtype));
+            dwk.data = attn_to_dev(wk.data, (size_t)(wk.rows * wk.ld) * bsk_dtype_size(wk.dtype));
+            dwq.mem = dwk.mem = BSK_MEM_DEVICE;
+            REQUIRE(dwq.data && dwk.data);
+        }
+        for (int form = 0; form < 2; form++) {
+            /* form 0: F32 gate-order means, the case's order and padding, the case's projections;
+               form 1: the case's dtype, the other order, no padding, no projection */
+            const bsk_dtype pdt = form ? c->dt : BSK_F32;
+            const int order = form ? !c->bhsd : c->bhsd;
+            const int64_t pad = form ? 0 : c->pad;
+            attn_tbuf pq = topk_test_pooled(&q.t, c->bq, NULL, pdt, order, pad, 0.0f, r);
+            attn_tbuf pk = topk_test_pooled(&k.t, c->bk, lens, pdt, order, pad, 1e30f, r);
+            bsk_topk_params p;
+            memset(&p, 0, sizeof p);
+            p.top_k = c->top_k; p.causal = c->causal; p.keep_first = c->keep_first; p.keep_diagonal = c->keep_diag;
+            p.kv_lens = lens;
+            /* causal cases: bottom-right aligned, negative (early query blocks without candidates) or positive offsets */
+            const int64_t offs[3] = {c->SK - c->SQ, -5, 37};
+            p.causal_offset = c->causal ? offs[ci % 3] : 0;
+            if (c->proj && !form) { p.w_q = &wq; p.w_k = &wk; }
+            bsk_attn_layout H, D, back;
+            REQUIRE_OK(bsk_attn_layout_alloc(c->SQ, c->SK, c->bq, c->bk, (int32_t)c->B, (int32_t)c->H, (int32_t)cap, BSK_MEM_HOST, &H));
+            REQUIRE_OK(bsk_attn_layout_alloc(c->SQ, c->SK, c->bq, c->bk, (int32_t)c->B, (int32_t)c->H, (int32_t)cap, BSK_MEM_DEVICE, &D));
+            /* the reference: form 0 the unpooled CPU gate on the full tensors, form 1 the pooled CPU gate */
+            p.q = form ? pq.t : q.t; p.k = form ? pk.t : k.t; p.pooled = form;
+            CHECK_STATUS(bsk_topk_block_layout(cpu, &p, &H), BSK_SUCCESS);
+            bsk_topk_params dp = p;
+            dp.pooled = 1;
+            dp.q = pq.t; dp.k = pk.t;
+            size_t es = bsk_dtype_size(pdt);
+            dp.q.data = attn_to_dev(pq.host, (size_t)pq.elems * es);
+            dp.k.data = attn_to_dev(pk.host, (size_t)pk.elems * es);
+            dp.q.mem = dp.k.mem = BSK_MEM_DEVICE;
+            dp.kv_lens = lens ? (const int32_t *)attn_to_dev(lens, (size_t)c->B * 4) : NULL;
+            if (c->proj && !form) { dp.w_q = &dwq; dp.w_k = &dwk; }
+            REQUIRE(dp.q.data && dp.k.data);
+            /* 16: no L2 prefetch in the direct-read warp select, 32: its query-per-warp scoring split, 64: its late
+               conversion of the rows (bsk__topk_variant bits, topk.cu) */
+            static const int pooled_variants[] = {0, 16, 32, 48, 64, 80, 8, 2};
+            for (size_t vi = 0; vi < sizeof pooled_variants / sizeof pooled_variants[0]; vi++) {
+                CHECK(topk_poison(&D) == 0);
+                bsk__topk_variant = pooled_variants[vi];
+                CHECK_STATUS(bsk_topk_block_layout(ctx, &dp, &D), BSK_SUCCESS);
+                bsk__topk_variant = 0;
+                CHECK(strcmp(bsk_last_kernel(ctx), "cuda-topk") == 0);
+                CHECK_STATUS(bsk_synchronize(ctx), BSK_SUCCESS);
+                if (bsk_attn_layout_clone(&D, BSK_MEM_HOST, &back) != BSK_SUCCESS) { CHECK(0); continue; }
+                CHECK_STATUS(bsk_attn_layout_validate(&back), BSK_SUCCESS);
+                const int64_t diff = topk_test_layout_diff(&H, &back);
+                int64_t kept = 0;
+                for (int64_t x = 0; x < bsk__attn_layout_rows(&back); x++) kept += back.full_count[x] + back.part_count[x];
+                if (diff)
+                    fprintf(stderr, "  pooled topk case %zu form %d variant %d: %lld differences GPU vs CPU\n", ci, form,
+                            pooled_variants[vi], (long long)diff);
+                CHECK(diff == 0);
+                CHECK(kept > 0);
+                bsk_attn_layout_free(&back);
+            }
+            /* a malformed pooled shape is refused on the device path too, nothing written */
+            bsk_topk_params bad = dp;
+            bad.k.seq = nb + 1;
+            CHECK(topk_poison(&D) == 0);
+            CHECK_STATUS(bsk_topk_block_layout(ctx, &bad, &D), BSK_ERR_SHAPE_MISMATCH);
+            if (bsk_attn_layout_clone(&D, BSK_MEM_HOST, &back) == BSK_SUCCESS) {
+                CHECK(back.full_count[0] == -7 && back.part_count[0] == -7);
+                bsk_attn_layout_free(&back);
+            }
+            bsk_cuda_free(dp.q.data); bsk_cuda_free(dp.k.data); bsk_cuda_free((void *)dp.kv_lens);
+            bsk_attn_layout_free(&H); bsk_attn_layout_free(&D);
+            free(pq.host); free(pk.host);
+        }
+        if (c->proj) { bsk_cuda_free(dwq.data); bsk_cuda_free(dwk.data); bsk_test_dense_free(&wq); bsk_test_dense_free(&wk); }
+        free(q.host); free(k.host); free(lens);
+    }
+    bsk_destroy(cpu);
     bsk_destroy(ctx);
 }

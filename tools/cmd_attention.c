@@ -2,7 +2,7 @@
    GPU. Large config B=4 H=16 S=8192 (D=128 and 64, bf16) over densities and causal/non-causal, TFLOPS on
    kept tiles (4·kept_tiles·bq·bk·D, every (batch, head) layout counted, causal diagonal tiles counted as
    kept), with cuBLAS dense bf16 GEMM TFLOPS in the same run as the stability reference; the top-k gate's
-   time as a share of the attention time; latency of the small config B=2 H=8 S=512 D=64 fp16. Each
+   time as a share of the attention time, on Q and K and on pre-pooled block means (bsk_topk_params.pooled); latency of the small config B=2 H=8 S=512 D=64 fp16. Each
    timed config is spot-checked against a float64 reference on a few query rows. JSON to
    bench/results/attention.json (or --json). */
 #include <math.h>
@@ -38,6 +38,33 @@ static int gate_run(void *arg)
 {
     gate_work *w = (gate_work *)arg;
     return (int)bsk_topk_block_layout(w->ctx, w->p, w->out);
+}
+
+/* Pre-pooled gate input: the block means of a B x S x H x D bf16 tensor ([batch, seq, heads, dim]) as a
+   B x nblk x H x D bf16 tensor, each mean in fp32 in the gate's pooling order, then rounded to bf16 — what a
+   caller fusing the pooling into its projection would pass (bsk_topk_params.pooled). NULL when out of memory. */
+static void *pool_rows_bf16(const void *x, int64_t B, int64_t S, int64_t H, int64_t D, int32_t bs)
+{
+    const int64_t nblk = (S + bs - 1) / bs;
+    void *out = malloc((size_t)(B * nblk * H * D) * 2);
+    float *p = (float *)malloc((size_t)(8 * D) * sizeof(float));
+    if (!out || !p) { free(out); free(p); return NULL; }
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t blk = 0; blk < nblk; blk++)
+            for (int64_t h = 0; h < H; h++) {
+                const int64_t r0 = blk * bs, r1 = r0 + bs < S ? r0 + bs : S;
+                memset(p, 0, (size_t)(8 * D) * sizeof(float));
+                for (int64_t r = r0; r < r1; r++)
+                    for (int64_t c = 0; c < D; c++)
+                        p[((r - r0) & 7) * D + c] += bsk__load(x, BSK_BF16, ((b * S + r) * H + h) * D + c);
+                for (int64_t c = 0; c < D; c++) {
+                    const float *q = p + c;
+                    const float sum = ((q[0] + q[D]) + (q[2 * D] + q[3 * D])) + ((q[4 * D] + q[5 * D]) + (q[6 * D] + q[7 * D]));
+                    bsk__store(out, BSK_BF16, ((b * nblk + blk) * H + h) * D + c, sum / (float)(r1 - r0));
+                }
+            }
+    free(p);
+    return out;
 }
 
 /* The per-(batch, head) random layout of attn_bench_layout; density 1: the dense / causal builders, expanded
@@ -123,6 +150,7 @@ typedef struct result {
     double density, density_actual;
     int64_t kept_tiles;
     double ms, tflops, err, gate_ms, gate_share, tflops_var[3], tflops_mma, tflops_persist, tflops_per_item;
+    double gate_pooled_ms, gate_pooled_share; /* the gate on pre-pooled input (params.pooled = 1) */
     const char *kernel;
     bsk_status status;
 } result;
@@ -159,12 +187,23 @@ static int run(const char *json, int iters, int warmup, int64_t B, int64_t H, in
         cudaMemcpy(dq, hq, bytes, cudaMemcpyHostToDevice);
         cudaMemcpy(dk, hk, bytes, cudaMemcpyHostToDevice);
         cudaMemcpy(dv, hv, bytes, cudaMemcpyHostToDevice);
+        /* pre-pooled Q and K for the pooled gate (one row per 128-row block) */
+        const int64_t nblk = (S + bs - 1) / bs;
+        const size_t pbytes = (size_t)(B * nblk * H * D) * 2;
+        void *hpq = pool_rows_bf16(hq, B, S, H, D, bs), *hpk = pool_rows_bf16(hk, B, S, H, D, bs), *dpq = NULL, *dpk = NULL;
+        if (!hpq || !hpk || cudaMalloc(&dpq, pbytes) || cudaMalloc(&dpk, pbytes) ||
+            cudaMemcpy(dpq, hpq, pbytes, cudaMemcpyHostToDevice) || cudaMemcpy(dpk, hpk, pbytes, cudaMemcpyHostToDevice)) {
+            cudaFree(dpq); cudaFree(dpk);
+            dpq = dpk = NULL; /* the pooled gate is not timed */
+        }
+        free(hpq); free(hpk);
         for (int causal = 0; causal < 2; causal++)
             for (int x = 0; x < ndens; x++) {
                 result *r = &res[nres++];
                 memset(r, 0, sizeof *r);
                 r->D = D; r->causal = causal; r->density = dens[x];
                 r->ms = r->tflops = r->err = r->gate_ms = r->gate_share = NAN;
+                r->gate_pooled_ms = r->gate_pooled_share = NAN;
                 r->tflops_var[0] = r->tflops_var[1] = r->tflops_var[2] = r->tflops_mma = NAN;
                 r->tflops_persist = r->tflops_per_item = NAN;
                 bsk_attn_layout hl, dl;
@@ -236,14 +275,25 @@ static int run(const char *json, int iters, int warmup, int64_t B, int64_t H, in
                         r->gate_ms = cli_time_gpu(&timer, gate_run, &gw, warmup, iters, &rc);
                         if (rc) r->gate_ms = NAN;
                         r->gate_share = r->gate_ms / r->ms;
+                        if (dpq && dpk) { /* the same gate on pre-pooled input: scores + top-k + layout only */
+                            bsk_topk_params pp = gp;
+                            pp.pooled = 1;
+                            pp.q = bsk_attn_tensor_bshd(dpq, B, nblk, H, D, BSK_BF16, BSK_MEM_DEVICE);
+                            pp.k = bsk_attn_tensor_bshd(dpk, B, nblk, H, D, BSK_BF16, BSK_MEM_DEVICE);
+                            gate_work pw = {ctx, &pp, &gl};
+                            r->gate_pooled_ms = cli_time_gpu(&timer, gate_run, &pw, warmup, iters, &rc);
+                            if (rc) r->gate_pooled_ms = NAN;
+                            r->gate_pooled_share = r->gate_pooled_ms / r->ms;
+                        }
                         bsk_attn_layout_free(&gl);
                     }
                 }
                 if (r->status) failures++;
                 printf("D=%3lld %-9s d=%.2f (actual %.3f, %lld tiles): %8.3f ms %7.1f TFLOPS (%.0f%% of cuBLAS) err %.1e  "
-                       "gate %.3f ms (%.1f%%) [%s]%s%s",
+                       "gate %.3f ms (%.1f%%) pooled %.4f ms (%.1f%%) [%s]%s%s",
                        (long long)D, causal ? "causal" : "non-caus", dens[x], r->density_actual, (long long)r->kept_tiles,
                        r->ms, r->tflops, 100.0 * r->tflops / gemm_tflops, r->err, r->gate_ms, 100.0 * r->gate_share,
+                       r->gate_pooled_ms, 100.0 * r->gate_pooled_share,
                        r->kernel ? r->kernel : "none", r->status ? "  FAILED: " : "", r->status ? bsk_status_string(r->status) : "");
                 if (compare)
                     printf("  [mma.sync %.1f | hopper alt options %.1f | hopper no options %.1f]", r->tflops_mma, r->tflops_persist,
@@ -255,7 +305,7 @@ static int run(const char *json, int iters, int warmup, int64_t B, int64_t H, in
                 bsk_attn_layout_free(&dl);
             }
         free(hq); free(hk); free(hv);
-        cudaFree(dq); cudaFree(dk); cudaFree(dv); cudaFree(dout); cudaFree(dlse);
+        cudaFree(dq); cudaFree(dk); cudaFree(dv); cudaFree(dout); cudaFree(dlse); cudaFree(dpq); cudaFree(dpk);
     }
 
     /* ---- small config latency: B=2 H=8 S=512 D=64 fp16, dense, non-causal and causal */
@@ -346,6 +396,8 @@ static int run(const char *json, int iters, int warmup, int64_t B, int64_t H, in
             cli_json_num(&j, "spot_check_rel_err", r->err);
             cli_json_num(&j, "gate_ms", r->gate_ms);
             cli_json_num(&j, "gate_share_of_attention", r->gate_share);
+            cli_json_num(&j, "gate_pooled_ms", r->gate_pooled_ms);
+            cli_json_num(&j, "gate_pooled_share_of_attention", r->gate_pooled_share);
             cli_json_str(&j, "kernel", r->kernel ? r->kernel : "none");
             cli_json_str(&j, "status", bsk_status_string(r->status));
             cli_json_end(&j);

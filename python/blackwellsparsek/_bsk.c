@@ -1452,20 +1452,22 @@ done:
 
 static const char topk_doc[] =
     "topk_block_layout(ctx, q, k, out, top_k, kv_lens=None, causal=False, causal_offset=0, keep_first=True,\n"
-    "                  keep_diagonal=True, w_q=None, w_k=None, order=0, stream=0, dlpack_stream=None)\n"
+    "                  keep_diagonal=True, w_q=None, w_k=None, order=0, stream=0, dlpack_stream=None, pooled=False)\n"
     "Top-k block gate (bsk_topk_block_layout) writing into the layout `out` (an AttnLayout or an 11-tuple\n"
-    "of int32 arrays) with out's batch = q's batch, heads = q's heads. w_q, w_k: dim x proj_dim or None.";
+    "of int32 arrays) with out's batch = q's batch, heads = q's heads. w_q, w_k: dim x proj_dim or None.\n"
+    "pooled: q and k hold one row per query / key block of out (the block means), out's seq_q / seq_k the\n"
+    "real lengths.";
 
 static PyObject *py_topk(PyObject *Py_UNUSED(m), PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = {"ctx", "q", "k", "out", "top_k", "kv_lens", "causal", "causal_offset", "keep_first",
-                             "keep_diagonal", "w_q", "w_k", "order", "stream", "dlpack_stream", NULL};
+                             "keep_diagonal", "w_q", "w_k", "order", "stream", "dlpack_stream", "pooled", NULL};
     PyObject *octx, *oq, *ok, *oout, *okv = Py_None, *owq = Py_None, *owk = Py_None, *ostream = NULL, *odl = Py_None;
     long long top_k, off = 0;
-    int causal = 0, keep_first = 1, keep_diag = 1, order = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOOL|OpLppOOiOO:topk_block_layout", kwlist, &octx, &oq, &ok, &oout,
+    int causal = 0, keep_first = 1, keep_diag = 1, order = 0, pooled = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOOL|OpLppOOiOOp:topk_block_layout", kwlist, &octx, &oq, &ok, &oout,
                                      &top_k, &okv, &causal, &off, &keep_first, &keep_diag, &owq, &owk, &order, &ostream,
-                                     &odl))
+                                     &odl, &pooled))
         return NULL;
     bsk_context *ctx = context_of(octx);
     void *stream;
@@ -1503,11 +1505,13 @@ static PyObject *py_topk(PyObject *Py_UNUSED(m), PyObject *args, PyObject *kw)
     if (same_place(all, n, &mem, &dev) || layout_place(&la, mem, dev, "q") || as_attn_tensor(&q, order, mem, &p.q) ||
         as_attn_tensor(&k, order, mem, &p.k) || check_qk(&p.q, &p.k, "topk_block_layout"))
         goto done;
-    if (la.L.seq_q != p.q.seq || la.L.seq_k != p.k.seq || la.L.batch != p.q.batch || la.L.heads != p.q.heads) {
-        fail(BSK_ERR_SHAPE_MISMATCH, "topk_block_layout: out is for seq_q %lld, seq_k %lld, batch %d, heads %d; q has seq "
+    /* pooled: q and k hold one row per query / key block of out */
+    const int64_t want_q = pooled ? bsk_attn_layout_mq(&la.L) : la.L.seq_q, want_k = pooled ? bsk_attn_layout_nb(&la.L) : la.L.seq_k;
+    if (want_q != p.q.seq || want_k != p.k.seq || la.L.batch != p.q.batch || la.L.heads != p.q.heads) {
+        fail(BSK_ERR_SHAPE_MISMATCH, "topk_block_layout: out is for seq_q %lld, seq_k %lld, batch %d, heads %d%s; q has seq "
              "%lld, batch %lld, heads %lld and k seq %lld", (long long)la.L.seq_q, (long long)la.L.seq_k,
-             (int)la.L.batch, (int)la.L.heads, (long long)p.q.seq, (long long)p.q.batch, (long long)p.q.heads,
-             (long long)p.k.seq);
+             (int)la.L.batch, (int)la.L.heads, pooled ? " (pooled: q needs one row per query block, k one per key block)" : "",
+             (long long)p.q.seq, (long long)p.q.batch, (long long)p.q.heads, (long long)p.k.seq);
         goto done;
     }
     if (owq != Py_None) {
@@ -1530,6 +1534,7 @@ static PyObject *py_topk(PyObject *Py_UNUSED(m), PyObject *args, PyObject *kw)
     p.causal_offset = off;
     p.keep_first = keep_first;
     p.keep_diagonal = keep_diag;
+    p.pooled = pooled;
     bsk_status s;
     Py_BEGIN_ALLOW_THREADS
     s = prepare_device(ctx, mem, dev, stream);

@@ -411,11 +411,12 @@ def _attention_backward_into(d_out, q, k, v, out, lse, d_lse, dq, dk, dv, layout
             dk.detach(), dv.detach(), layout_tuple)
 
 
-def _topk_into(q, k, out_tuple, top_k, kv_lens, causal, causal_offset, keep_first, keep_diagonal, proj_q, proj_k, bhsd):
+def _topk_into(q, k, out_tuple, top_k, kv_lens, causal, causal_offset, keep_first, keep_diagonal, proj_q, proj_k, bhsd,
+               pooled=False):
     fn = functools.partial(_bsk.topk_block_layout, kv_lens=None if kv_lens is None else kv_lens.detach(),
                            causal=bool(causal), causal_offset=int(causal_offset), keep_first=bool(keep_first),
                            keep_diagonal=bool(keep_diagonal), w_q=None if proj_q is None else proj_q.detach(),
-                           w_k=None if proj_k is None else proj_k.detach(), order=int(bhsd))
+                           w_k=None if proj_k is None else proj_k.detach(), order=int(bhsd), pooled=bool(pooled))
     _launch(fn, q.device, q.detach(), k.detach(), out_tuple, int(top_k))
 
 
@@ -511,24 +512,28 @@ _attention_op.register_autograd(_attention_backward, setup_context=_attention_se
 @torch.library.custom_op("bsk::topk_block_layout", mutates_args=())
 def _topk_op(q: torch.Tensor, k: torch.Tensor, kv_lens: Optional[torch.Tensor], proj_q: Optional[torch.Tensor],
              proj_k: Optional[torch.Tensor], block_q: int, block_k: int, top_k: int, causal: bool, causal_offset: int,
-             keep_first: bool, keep_diagonal: bool,
-             bhsd: bool) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+             keep_first: bool, keep_diagonal: bool, bhsd: bool, pooled: bool = False, seq_q: int = -1,
+             seq_k: int = -1) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     b, sq, h, _ = _dims(q, bhsd)
     sk = _dims(k, bhsd)[1]
+    if pooled:  # one row per block: the real lengths come from the caller
+        sq, sk = seq_q, seq_k
     mq, nb = _cdiv(sq, block_q), _cdiv(sk, block_k)
     cap = min(top_k, nb)
     counts = [torch.zeros((b, h, mq), dtype=torch.int32, device=q.device) for _ in range(2)]
     idx = [torch.zeros((b, h, mq, cap), dtype=torch.int32, device=q.device) for _ in range(2)]
     lay = (sq, sk, block_q, block_k, b, h, cap, counts[0], idx[0], counts[1], idx[1])
-    _topk_into(q, k, lay, top_k, kv_lens, causal, causal_offset, keep_first, keep_diagonal, proj_q, proj_k, bhsd)
+    _topk_into(q, k, lay, top_k, kv_lens, causal, causal_offset, keep_first, keep_diagonal, proj_q, proj_k, bhsd, pooled)
     return counts[0], idx[0], counts[1], idx[1]
 
 
 @_topk_op.register_fake
 def _topk_fake(q, k, kv_lens, proj_q, proj_k, block_q, block_k, top_k, causal, causal_offset, keep_first,
-               keep_diagonal, bhsd):
+               keep_diagonal, bhsd, pooled=False, seq_q=-1, seq_k=-1):
     b, sq, h, _ = _dims(q, bhsd)
     sk = _dims(k, bhsd)[1]
+    if pooled:
+        sq, sk = seq_q, seq_k
     mq, nb = _cdiv(sq, block_q), _cdiv(sk, block_k)
     cap = min(top_k, nb)
     c = q.new_empty((b, h, mq), dtype=torch.int32)
@@ -619,7 +624,8 @@ def _detach(t):
 
 
 def topk_block_layout(q, k, block_size, k_blocks, keep_first=True, keep_diagonal=True, causal=False, proj_q=None,
-                      proj_k=None, *, causal_offset=0, kv_lens=None, layout_order="bshd"):
+                      proj_k=None, *, causal_offset=0, kv_lens=None, layout_order="bshd", pooled=False, seq_q=None,
+                      seq_k=None):
     """The top-k block gate (libbsk's bsk_topk_block_layout): for each (batch, head, query block i) keep the
     k_blocks key blocks j with the largest score
 
@@ -635,6 +641,11 @@ def topk_block_layout(q, k, block_size, k_blocks, keep_first=True, keep_diagonal
     Returns an AttnLayout with q's batch and heads, capacity min(k_blocks, nb), and causal / causal_offset
     recorded so block_sparse_attention applies the same mask by default. The selection is not
     differentiable (no gradient reaches q, k or the projections through it).
+
+    pooled=True: q and k already hold one row per block, the block means the caller computed (e.g. fused into
+    its projection: the mean of a block's rows commutes with a linear map), so the gate reads no full-length
+    tensor — q has ceil(seq_q / block_q) rows, k ceil(seq_k / block_k) — and seq_q / seq_k give the real
+    sequence lengths (default: whole blocks, rows * block size). kv_lens and causal still decide the candidates.
     """
     bhsd = bool(_order(layout_order))
     for name, t in (("q", q), ("k", k)):
@@ -657,8 +668,20 @@ def topk_block_layout(q, k, block_size, k_blocks, keep_first=True, keep_diagonal
         tensors["kv_lens"] = kv_lens
     _same_device("topk_block_layout", **tensors)
     sq, sk = _dims(q, bhsd)[1], _dims(k, bhsd)[1]
+    if pooled:
+        sq = sq * bq if seq_q is None else int(seq_q)
+        sk = sk * bk if seq_k is None else int(seq_k)
+        rq, rk = _dims(q, bhsd)[1], _dims(k, bhsd)[1]
+        if sq < 0 or sk < 0 or _cdiv(sq, bq) != rq or _cdiv(sk, bk) != rk:
+            raise _dlpack.error("BSK_ERR_SHAPE_MISMATCH", f"topk_block_layout(pooled=True): q has {rq} rows and k {rk}; "
+                                f"seq_q = {sq}, seq_k = {sk} with blocks {bq}x{bk} need {_cdiv(sq, bq)} and "
+                                f"{_cdiv(sk, bk)} (one row per block)")
+    elif (seq_q is not None and int(seq_q) != sq) or (seq_k is not None and int(seq_k) != sk):
+        raise _dlpack.error("BSK_ERR_SHAPE_MISMATCH", f"topk_block_layout: seq_q / seq_k ({seq_q}, {seq_k}) differ "
+                            f"from q's and k's lengths ({sq}, {sk}); they are for pooled=True")
     fc, fi, pc, pi = _topk_op(_detach(q), _detach(k), _detach(kv_lens), _detach(proj_q), _detach(proj_k), bq, bk,
-                              k_blocks, bool(causal), int(causal_offset), bool(keep_first), bool(keep_diagonal), bhsd)
+                              k_blocks, bool(causal), int(causal_offset), bool(keep_first), bool(keep_diagonal), bhsd,
+                              bool(pooled), int(sq), int(sk))
     return AttnLayout(fc, fi, pc, pi, sq, sk, (bq, bk), causal=bool(causal), causal_offset=int(causal_offset),
                       validate=False)
 

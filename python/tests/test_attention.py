@@ -727,3 +727,61 @@ def test_cuda_device_mismatch():
     _raises("BSK_ERR_WRONG_LOCATION", lambda: bsk.block_sparse_attention(q, k.cpu(), v, bsk.AttnLayout.dense(
         64, 64, 64, device="cuda"), out=out), "different devices")
     assert (out == SENTINEL).all()
+
+
+# ---------------------------------------------------------------- pre-pooled gate input (pooled=True)
+
+def _gate_order_means(x, block, lens=None):
+    """Block means of x [B, S, H, D] (fp32) in libbsk's pooling order: per block, 8 partial sums over rows
+    r0+g, r0+g+8, ... added one row at a time, combined ((p0+p1)+(p2+p3))+((p4+p5)+(p6+p7)), divided by the
+    row count in fp32; rows at or past lens[b] left out (blocks with none: 1e30, never candidates)."""
+    B, S, H, D = x.shape
+    n = -(-S // block)
+    out = torch.empty((B, n, H, D), dtype=torch.float32)
+    for b in range(B):
+        end = S if lens is None else int(lens[b])
+        for j in range(n):
+            r0, r1 = j * block, min((j + 1) * block, end)
+            if r1 <= r0:
+                out[b, j] = 1e30
+                continue
+            p = [torch.zeros((H, D), dtype=torch.float32) for _ in range(8)]
+            for r in range(r0, r1):
+                p[(r - r0) & 7] = p[(r - r0) & 7] + x[b, r].float()
+            s = ((p[0] + p[1]) + (p[2] + p[3])) + ((p[4] + p[5]) + (p[6] + p[7]))
+            out[b, j] = s / torch.tensor(float(r1 - r0), dtype=torch.float32)
+    return out
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("causal", [False, True])
+def test_gate_pooled_equals_unpooled(device, causal):
+    B, Sq, Sk, H, HK, D, block = 2, 45, 70, 4, 2, 16, (8, 10)
+    q, k, _, _ = make_qkv(B, Sq, Sk, H, HK, D, torch.bfloat16, "bshd", "cpu", seed=31)
+    kv_lens = torch.tensor([70, 33], dtype=torch.int32)
+    g = torch.Generator().manual_seed(32)
+    proj = (torch.randn(D, 5, generator=g), torch.randn(D, 5, generator=g)) if causal else (None, None)
+    pq, pk = _gate_order_means(q, block[0]), _gate_order_means(k, block[1], kv_lens)
+    assert pq.shape == (B, 6, H, D) and pk.shape == (B, 7, HK, D)
+    want = bsk.topk_block_layout(q, k, block, 3, True, True, causal, *proj, kv_lens=kv_lens, causal_offset=4)
+    to = (lambda t: None if t is None else t.to(device))
+    got = bsk.topk_block_layout(pq.to(device), pk.to(device), block, 3, True, True, causal, *map(to, proj),
+                                kv_lens=kv_lens.to(device), causal_offset=4, pooled=True, seq_q=Sq, seq_k=Sk)
+    assert (got.seq_q, got.seq_k, got.batch, got.heads, got.capacity) == (Sq, Sk, B, H, 3)
+    for a, b in ((got.full_count, want.full_count), (got.part_count, want.part_count)):
+        assert torch.equal(a.cpu(), b)
+    assert torch.equal(tile_mask_from_lists(got.to("cpu")), tile_mask_from_lists(want))
+    # the [batch, heads, blocks, dim] order reads the same rows
+    bh = bsk.topk_block_layout(pq.transpose(1, 2).contiguous().to(device), pk.transpose(1, 2).contiguous().to(device),
+                               block, 3, True, True, causal, *map(to, proj), kv_lens=kv_lens.to(device),
+                               causal_offset=4, pooled=True, seq_q=Sq, seq_k=Sk, layout_order="bhsd")
+    assert torch.equal(tile_mask_from_lists(bh.to("cpu")), tile_mask_from_lists(want))
+    # malformed pooled shapes: one row per block, or the lengths say otherwise
+    _raises("BSK_ERR_SHAPE_MISMATCH", lambda: bsk.topk_block_layout(pq[:, :5].to(device), pk.to(device), block, 3,
+                                                                    pooled=True, seq_q=Sq, seq_k=Sk))
+    _raises("BSK_ERR_SHAPE_MISMATCH", lambda: bsk.topk_block_layout(pq.to(device), pk.to(device), block, 3,
+                                                                    pooled=True, seq_q=Sq, seq_k=Sk + 10))
+    _raises("BSK_ERR_SHAPE_MISMATCH", lambda: bsk.topk_block_layout(q.to(device), k.to(device), block, 3, seq_q=Sq + 1))
+    # default lengths: whole blocks
+    whole = bsk.topk_block_layout(pq.to(device), pk.to(device), block, 3, pooled=True)
+    assert (whole.seq_q, whole.seq_k) == (48, 70)

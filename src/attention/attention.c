@@ -192,9 +192,12 @@ bsk_status bsk_topk_block_layout(bsk_context *ctx, const bsk_topk_params *p, bsk
     if (q->dtype != k->dtype) return BSK_ERR_UNSUPPORTED;
     if (k->batch != q->batch || k->dim != q->dim) return BSK_ERR_SHAPE_MISMATCH;
     if (q->heads > 0 && (k->heads == 0 || q->heads % k->heads != 0)) return BSK_ERR_SHAPE_MISMATCH;
-    if (out->seq_q != q->seq || out->seq_k != k->seq || out->batch != q->batch || out->heads != q->heads)
-        return BSK_ERR_SHAPE_MISMATCH;
+    if (p->pooled != 0 && p->pooled != 1) return BSK_ERR_INVALID_ARGUMENT;
     int64_t nb = bsk_attn_layout_nb(out);
+    /* pooled: one row per query / key block of `out`; the sequence lengths are out's */
+    const int64_t want_q = p->pooled ? bsk_attn_layout_mq(out) : out->seq_q, want_k = p->pooled ? nb : out->seq_k;
+    if (want_q != q->seq || want_k != k->seq || out->batch != q->batch || out->heads != q->heads)
+        return BSK_ERR_SHAPE_MISMATCH;
     if (out->capacity < (p->top_k < nb ? p->top_k : nb)) return BSK_ERR_SHAPE_MISMATCH;
     bsk_memory m = q->mem;
     if (k->mem != m || out->mem != m) return BSK_ERR_WRONG_LOCATION;
@@ -204,14 +207,14 @@ bsk_status bsk_topk_block_layout(bsk_context *ctx, const bsk_topk_params *p, bsk
         if ((s = check_weight(p->w_q, q->dim, m)) || (s = check_weight(p->w_k, q->dim, m))) return s;
         if (p->w_q->cols != p->w_k->cols) return BSK_ERR_SHAPE_MISMATCH;
     }
-    if ((s = check_kv_lens(p->kv_lens, q->batch, k->seq, m))) return s;
+    if ((s = check_kv_lens(p->kv_lens, q->batch, out->seq_k, m))) return s;
     s = bsk__check_location(out->full_count, m);
     if (!s) s = bsk__check_location(out->part_count, m);
     if (!s) s = bsk__check_location(out->full_idx, m);
     if (!s) s = bsk__check_location(out->part_idx, m);
     if (s) return s;
     if (bsk__attn_layout_rows(out) == 0) return BSK_SUCCESS;
-    bsk__attn_dims d = {q->batch, q->heads, k->heads, q->seq, k->seq, q->dim, bsk_attn_layout_mq(out), nb, 1.0f};
+    bsk__attn_dims d = {q->batch, q->heads, k->heads, out->seq_q, out->seq_k, q->dim, bsk_attn_layout_mq(out), nb, 1.0f};
     if (m == BSK_MEM_HOST) {
         ctx->last_kernel = "cpu-topk";
         return bsk_cpu_topk_block_layout(p, &d, out);

@@ -1,6 +1,7 @@
 /* topk_cpu.c — the CPU backend of the top-k block gate. Every sum runs in the same fixed order as in the
    CUDA gate (src/cuda/attention/topk.cu): pooled means in fp32 (8 interleaved partial sums, fixed tree),
-   projections and scores in fp64 with explicit fma, so both select the same tiles bit for bit. */
+   projections and scores in fp64 with explicit fma, so both select the same tiles bit for bit. Pre-pooled input
+   (p->pooled) skips the pooling: each row is read as the block's fp32 mean. */
 #include <math.h>
 #include <stdlib.h>
 #include "attention_internal.h"
@@ -17,6 +18,14 @@ static void pool(const bsk_attn_tensor *t, int64_t b, int64_t h, int64_t r0, int
         float sum = ((p[0] + p[1]) + (p[2] + p[3])) + ((p[4] + p[5]) + (p[6] + p[7]));
         out[c] = r1 > r0 ? sum / (float)(r1 - r0) : 0.0f;
     }
+}
+
+/* Pre-pooled input (p->pooled): row `row` of head h of batch b as it is, converted to fp32 (the type the
+   pooled means of pool() have, so the same means score the same on both input forms). */
+static void pooled_row(const bsk_attn_tensor *t, int64_t b, int64_t h, int64_t row, float *out)
+{
+    for (int64_t c = 0; c < t->dim; c++)
+        out[c] = bsk__load(t->data, t->dtype, b * t->stride_batch + row * t->stride_seq + h * t->stride_head + c);
 }
 
 /* out[e] = sum_d x[d] * W[d][e] in fp64, d in order. */
@@ -51,7 +60,8 @@ bsk_status bsk_cpu_topk_block_layout(const bsk_topk_params *p, const bsk__attn_d
             for (int64_t i = 0; i < mq; i++) {
                 int64_t q1 = (i + 1) * bq < d->seq_q ? (i + 1) * bq : d->seq_q;
                 double *dst = qv + ((b * H + h) * mq + i) * P;
-                pool(&p->q, b, h, i * bq, q1, tmp);
+                if (p->pooled) pooled_row(&p->q, b, h, i, tmp);
+                else pool(&p->q, b, h, i * bq, q1, tmp);
                 if (p->w_q) project(tmp, p->w_q, dst);
                 else for (int64_t c = 0; c < D; c++) dst[c] = tmp[c];
             }
@@ -59,7 +69,8 @@ bsk_status bsk_cpu_topk_block_layout(const bsk_topk_params *p, const bsk__attn_d
             for (int64_t j = 0; j < nb; j++) {
                 int64_t k0 = j * bk, k1 = k0 + bk < kv_len ? k0 + bk : kv_len;
                 double *dst = kv + ((b * HK + h) * nb + j) * P;
-                pool(&p->k, b, h, k0, k1 > k0 ? k1 : k0, tmp);
+                if (p->pooled) pooled_row(&p->k, b, h, j, tmp);
+                else pool(&p->k, b, h, k0, k1 > k0 ? k1 : k0, tmp);
                 if (p->w_k) project(tmp, p->w_k, dst);
                 else for (int64_t c = 0; c < D; c++) dst[c] = tmp[c];
             }

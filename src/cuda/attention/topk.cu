@@ -13,6 +13,19 @@
         it. nb <= 512: the warp select (a query block's scores in one warp's registers, top-k by warp arg-max
         rounds); larger nb: the tiled select (rank by counting in shared memory); key-block counts whose scores
         do not fit in shared memory: a one-CTA-per-query-block kernel with the same arithmetic.
+   Pre-pooled input (params->pooled: q and k hold one row per block, the caller's means) skips step 1: without a
+   projection and for nb <= 512 the warp select reads the caller's rows directly (templated on their dtype, each
+   value through fp32 to fp64 as the CPU gate converts it) and the gate is that single launch; otherwise
+   pooled_in_kernel copies (or projects) the rows into the fp64 workspace and the usual selects run.
+   Measured (H100, B=4 H=16 S=8192 bf16, block 128, top_k 6, L2 flushed, median of 30): the direct-read select
+   19.1 us at D=128 (14.0 at D=64), 18.1 (13.5) with the L2 prefetch now on by default; through the fp64 workspace
+   and the tiled select 55 us; the unpooled gate 116 us (pooling = reading Q and K: 93 us at the copy rate). ncu of
+   the direct-read select (18.3 us, 128 registers, 2 CTAs = 16 warps per SM): 42 % of the stall samples wait on the
+   first chunk's global loads and the barrier after them — the fp32->fp64 conversion right after each load made
+   the warp wait for it before issuing the next (LDG, CVT, LDG, ... in the SASS), and the same early conversion made
+   the next chunk's prefetch complete before the scoring started; WsStage's late conversion (bit 6) issues all 20
+   loads of a chunk at once and keeps the next chunk's in flight during the fma (checked in the SASS; its time is
+   still to be measured); scoring ~25 %, selection and compaction ~25 %.
    The fixed summation orders make the result identical to the CPU gate (src/attention/topk_cpu.c) on every
    path (the CPU follows the pooling order of the pool kernels and the fma chain of the select). */
 #include <cuda_fp16.h>
@@ -170,6 +183,25 @@ __global__ void __launch_bounds__(512) pool16_kernel(const Pool16Args a)
     out[((b * heads + h) * nblk + blk) * dim + c] = r1 > r0 ? (double)(sum / (float)(r1 - r0)) : 0.0;
 }
 
+/* Pre-pooled input on the paths that read the fp64 workspace (projection, the tiled and per-query-block selects):
+   pooled row v = (b, h, blk) of a strided tensor into out[v * P + e] — the row as fp32 converted to fp64 (no
+   projection, P = dim), or its projection, the fma chain of project_kernel over d in order on the same fp32
+   values. */
+__global__ void pooled_in_kernel(const void *x, int dtype, int64_t sb, int64_t ss, int64_t sh, int heads, int nblk,
+                                 int64_t n, int dim, const void *w, int wdtype, int64_t ld, int P, double *out)
+{
+    int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= n * P) return;
+    const int64_t v = t / P, blk = v % nblk, bh = v / nblk, h = bh % heads, b = bh / heads;
+    const int e = (int)(t % P);
+    const int64_t row = b * sb + blk * ss + h * sh;
+    if (!w) { out[t] = (double)ldf(x, dtype, row + e); return; }
+    double acc = 0.0;
+    for (int d = 0; d < dim; d++)
+        acc = fma((double)ldf(x, dtype, row + d), (double)ldf(w, wdtype, (int64_t)d * ld + e), acc);
+    out[t] = acc;
+}
+
 __global__ void project_kernel(const double *in, int64_t n, int dim, const void *w, int wdtype, int64_t ld, int P,
                                double *out)
 {
@@ -184,6 +216,12 @@ __global__ void project_kernel(const double *in, int64_t n, int dim, const void 
 
 struct SelArgs {
     const double *qv, *kv;
+    /* the warp select's sources: element e of the pooled vector of (b, h, block i) at src + b*sb + i*ss + h*sh + e —
+       the fp64 workspace (qv / kv, packed) or, for pre-pooled input, the caller's tensors read in their dtype */
+    const void *qsrc, *ksrc;
+    int64_t qsb, qss, qsh, ksb, kss, ksh;
+    int l2pf; /* warp select: prefetch all the CTA's rows into L2 first (direct-read pre-pooled rows; hook bit 4: off) */
+    int qmap; /* warp select: warp w scores query blocks 4w .. 4w+3 against key blocks 2 lane, +1 (hook bit 5) */
     int P, heads, kv_heads, group, mq, nb, bq, bk, causal, top_k, keep_first, keep_diag, cap;
     int64_t seq_q, seq_k, off;
     const int32_t *kv_lens;
@@ -449,23 +487,56 @@ size_t select_warp_smem(int kpl)
    256 contiguous bytes of one vector; out-of-range entries are 0 (never used for a kept score). Every load is
    one offset from a per-chunk base (rows 4 apart): run 1 spent a third of the kernel's instructions on 64-bit
    address arithmetic per load. */
-__device__ __forceinline__ void ws_fetch(const double *kbase, const double *qbase, int nb, int nrow, int P, int n,
-                                         int ne, double *kr, double *qr)
+/* L2 prefetch of the line holding p (PTX prefetch.global.L2: a hint, no register, no wait; every architecture). */
+__device__ __forceinline__ void prefetch_l2(const void *p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
+
+__device__ __forceinline__ double ld_d(const double *p) { return *p; }
+__device__ __forceinline__ double ld_d(const float *p) { return (double)*p; }
+__device__ __forceinline__ double ld_d(const __half *p) { return (double)__half2float(*p); }
+__device__ __forceinline__ double ld_d(const __nv_bfloat16 *p) { return (double)__bfloat162float(*p); }
+
+__device__ __forceinline__ double cvt_d(double x) { return x; }
+__device__ __forceinline__ double cvt_d(float x) { return (double)x; }
+__device__ __forceinline__ double cvt_d(__half x) { return (double)__half2float(x); }
+__device__ __forceinline__ double cvt_d(__nv_bfloat16 x) { return (double)__bfloat162float(x); }
+
+/* How a chunk's loads are held in registers until the staging store: as fp64 converted at the load (LATE = false,
+   the default), or raw in the source type, converted at the store (LATE: the conversion no longer waits for the
+   loads right after issuing them, so the next chunk's loads stay in flight during the scoring — ncu showed the
+   early conversion stalling on them; hook bit 6, for pre-pooled 16-bit / fp32 rows). */
+template <typename T, bool LATE> struct WsStage {
+    typedef double S;
+    static __device__ __forceinline__ S ld(const T *p) { return ld_d(p); }
+    static __device__ __forceinline__ S zero() { return 0.0; }
+};
+template <typename T> struct WsStage<T, true> {
+    typedef T S;
+    static __device__ __forceinline__ S ld(const T *p) { return *p; }
+    static __device__ __forceinline__ S zero() { return (S)0.0f; }
+};
+
+/* T: the source's element type (double: the fp64 workspace, row stride P; a 16-bit or fp32 type: pre-pooled rows
+   of the caller's tensor, row stride kss / qss, each value converted through fp32 as the CPU gate does). */
+template <typename T, bool LATE>
+__device__ __forceinline__ void ws_fetch(const T *kbase, int64_t kss, const T *qbase, int64_t qss, int nb, int nrow,
+                                         int P, int n, int ne, typename WsStage<T, LATE>::S *kr,
+                                         typename WsStage<T, LATE>::S *qr)
 {
+    typedef WsStage<T, LATE> St;
     const int c0 = (n / ne) * WS_KC, e0 = (n % ne) * WS_EC, e = (int)threadIdx.x & (WS_EC - 1);
     const int r = (int)threadIdx.x / WS_EC; /* first row: r, then r + 4, r + 8, ... */
     const bool eok = e0 + e < P;
-    const int64_t step = (int64_t)(WS_THREADS / WS_EC) * P;
-    const double *kp = kbase + ((int64_t)(c0 + r) * P + e0 + e), *qp = qbase + ((int64_t)r * P + e0 + e);
+    const int64_t kstep = (int64_t)(WS_THREADS / WS_EC) * kss, qstep = (int64_t)(WS_THREADS / WS_EC) * qss;
+    const T *kp = kbase + ((int64_t)(c0 + r) * kss + e0 + e), *qp = qbase + ((int64_t)r * qss + e0 + e);
 #pragma unroll
     for (int u = 0; u < WS_KL; u++) {
-        kr[u] = eok && c0 + r + u * (WS_THREADS / WS_EC) < nb ? *kp : 0.0;
-        kp += step;
+        kr[u] = eok && c0 + r + u * (WS_THREADS / WS_EC) < nb ? St::ld(kp) : St::zero();
+        kp += kstep;
     }
 #pragma unroll
     for (int u = 0; u < WS_QL; u++) {
-        qr[u] = eok && r + u * (WS_THREADS / WS_EC) < nrow ? *qp : 0.0;
-        qp += step;
+        qr[u] = eok && r + u * (WS_THREADS / WS_EC) < nrow ? St::ld(qp) : St::zero();
+        qp += qstep;
     }
 }
 
@@ -512,7 +583,7 @@ __device__ __forceinline__ unsigned ws_rounds(const uint64_t *key, unsigned avai
     return taken;
 }
 
-template <int KPL>
+template <int KPL, typename T, bool LATE>
 __global__ void __launch_bounds__(WS_THREADS) select_warp_kernel(const SelArgs a)
 {
     extern __shared__ double wsm[];
@@ -530,13 +601,29 @@ __global__ void __launch_bounds__(WS_THREADS) select_warp_kernel(const SelArgs a
     if (a.kv_lens) { int64_t t = a.kv_lens[b]; kv_len = t < 0 ? 0 : (t > a.seq_k ? a.seq_k : t); }
 
     /* ---- scores */
-    const double *kbase = a.kv + (b * a.kv_heads + hk) * (int64_t)nb * P, *qbase = a.qv + row0 * P;
+    const T *kbase = reinterpret_cast<const T *>(a.ksrc) + b * a.ksb + hk * a.ksh;
+    const T *qbase = reinterpret_cast<const T *>(a.qsrc) + b * a.qsb + h * a.qsh + (int64_t)i0 * a.qss;
     const int ne = (P + WS_EC - 1) / WS_EC, nchunks = ((nb + WS_KC - 1) / WS_KC) * ne;
+    if (a.l2pf) {
+        /* every 128-byte line of the CTA's key rows (nb) and query rows (nrow) requested into L2 at once, so the
+           later element chunks' loads hit L2 instead of each exposing a DRAM round trip; line addresses stay
+           inside each row (the last one clamped to its last byte) */
+        const int rowbytes = P * (int)sizeof(T), lpr = (rowbytes + 127) / 128 + 1;
+        for (int x = tid; x < (nb + nrow) * lpr; x += WS_THREADS) {
+            const int rr = x / lpr, l = x - rr * lpr;
+            const char *rp = rr < nb ? reinterpret_cast<const char *>(kbase + (int64_t)rr * a.kss)
+                                     : reinterpret_cast<const char *>(qbase + (int64_t)(rr - nb) * a.qss);
+            prefetch_l2(rp + min(l * 128, rowbytes - 1));
+        }
+    }
     /* scoring warps 0..3 (one per SM sub-partition): warp w the key blocks 16 w .. 16 w + 15 of the chunk against
        all 16 query blocks; lane (lq, lk) query blocks 4 lq .. 4 lq + 3 and key blocks 16 w + 2 lk, + 1 */
-    const int qi = 4 * (lane >> 3), kj = 16 * w + 2 * (lane & 7);
-    double kr[WS_KL], qr[WS_QL];
-    ws_fetch(kbase, qbase, nb, nrow, P, 0, ne, kr, qr);
+    /* a.qmap: warp w the query blocks 4 w .. 4 w + 3 (one uniform address per query read: a broadcast) against all
+       64 key blocks of the chunk, lane l the key blocks 2 l, 2 l + 1 (one contiguous 512-byte key read per warp);
+       the same 4 x 2 block per lane and the same fma chain per score, with a different split of the tile */
+    const int qi = a.qmap ? 4 * w : 4 * (lane >> 3), kj = a.qmap ? 2 * lane : 16 * w + 2 * (lane & 7);
+    typename WsStage<T, LATE>::S kr[WS_KL], qr[WS_QL];
+    ws_fetch<T, LATE>(kbase, a.kss, qbase, a.qss, nb, nrow, P, 0, ne, kr, qr);
     double acc[4][2];
 #pragma unroll
     for (int r = 0; r < 4; r++) acc[r][0] = acc[r][1] = 0.0;
@@ -545,12 +632,12 @@ __global__ void __launch_bounds__(WS_THREADS) select_warp_kernel(const SelArgs a
         {
             const int e = tid & (WS_EC - 1);
 #pragma unroll
-            for (int u = 0; u < WS_KL; u++) kT[e * WS_KS + (u * WS_THREADS + tid) / WS_EC] = kr[u];
+            for (int u = 0; u < WS_KL; u++) kT[e * WS_KS + (u * WS_THREADS + tid) / WS_EC] = cvt_d(kr[u]);
 #pragma unroll
-            for (int u = 0; u < WS_QL; u++) qT[e * WS_QS + (u * WS_THREADS + tid) / WS_EC] = qr[u];
+            for (int u = 0; u < WS_QL; u++) qT[e * WS_QS + (u * WS_THREADS + tid) / WS_EC] = cvt_d(qr[u]);
         }
         __syncthreads();
-        if (n + 1 < nchunks) ws_fetch(kbase, qbase, nb, nrow, P, n + 1, ne, kr, qr); /* in flight during the fma */
+        if (n + 1 < nchunks) ws_fetch<T, LATE>(kbase, a.kss, qbase, a.qss, nb, nrow, P, n + 1, ne, kr, qr); /* in flight during the fma */
         if (w < 4) {
             const int e0 = (n % ne) * WS_EC, ec = min(WS_EC, P - e0);
             const double *qp = qT + qi, *kp = kT + kj;
@@ -675,28 +762,88 @@ bsk_status launch_select(K kernel, const struct bsk_cuda_state *cst, int variant
 /* Benchmark / test hook (bench/gate_probe.sh, tests/test_topk_gpu.c), 0 in normal use: bit 0 runs the generic
    pool kernel (one launch per side), bit 1 the one-CTA-per-query-block select, bit 2 launches the select without
    programmatic dependent launch, bit 3 the tiled select where the warp select would run (the select of session
-   3); variant 3 is the gate as it was before issue 7's rework. Every variant selects the same tiles. */
+   3), bit 4 turns off the direct-read warp select's L2 prefetch of its rows (pre-pooled input; the workspace paths
+   never prefetch), bit 5 the warp select's query-per-warp scoring split (a.qmap: measured neutral), bit 6 the late
+   conversion of pre-pooled rows (WsStage: tested by the GPU tests' variant list, not yet timed); variant 3 is the
+   gate as it was before issue 7's rework. Every variant selects the same tiles. */
 extern "C" int bsk__topk_variant;
 int bsk__topk_variant = 0;
 
 extern "C" bsk_status bsk_cuda_topk_block_layout(bsk_context *ctx, const bsk_topk_params *p, const bsk__attn_dims *d,
                                                  bsk_attn_layout *out)
 {
-    if (!bsk_cuda_state_get(ctx)) return BSK_ERR_OUT_OF_MEMORY;
+    struct bsk_cuda_state *cst = bsk_cuda_state_get(ctx);
+    if (!cst) return BSK_ERR_OUT_OF_MEMORY;
     if (d->nb > 8192 || d->batch * d->heads * d->mq > INT32_MAX) return BSK_ERR_UNSUPPORTED;
     cudaStream_t stream = (cudaStream_t)ctx->stream;
     const int64_t D = d->dim, P = p->w_q ? p->w_q->cols : D;
     const int64_t nq = d->batch * d->heads * d->mq, nk = d->batch * d->kv_heads * d->nb;
-    size_t bytes = (size_t)(nq + nk) * (size_t)D * 8;
-    if (p->w_q) bytes += (size_t)(nq + nk) * (size_t)P * 8;
+    const int variant = bsk__topk_variant;
+    const int nb = (int)d->nb, kpl = nb <= 64 ? 2 : nb <= 128 ? 4 : nb <= 256 ? 8 : nb <= 512 ? 16 : 0;
+    const size_t wsm = kpl ? select_warp_smem(kpl) : 0;
+    const bool warp_sel = !(variant & 10) && kpl && wsm <= cst->smem_optin;
+    bsk_status s;
+
+    SelArgs sa;
+    sa.P = (int)P; sa.heads = (int)d->heads; sa.kv_heads = (int)d->kv_heads;
+    sa.group = (int)(d->heads / d->kv_heads); sa.mq = (int)d->mq; sa.nb = (int)d->nb; sa.bq = out->block_q;
+    sa.bk = out->block_k; sa.causal = p->causal; sa.top_k = p->top_k; sa.keep_first = p->keep_first;
+    sa.keep_diag = p->keep_diagonal; sa.cap = out->capacity; sa.seq_q = d->seq_q; sa.seq_k = d->seq_k;
+    sa.off = p->causal_offset; sa.kv_lens = p->kv_lens;
+    sa.fc = out->full_count; sa.fi = out->full_idx; sa.pc = out->part_count; sa.pi = out->part_idx;
+    sa.l2pf = 0;
+    sa.qmap = (variant & 32) != 0;
+
+    if (p->pooled && !p->w_q && warp_sel) {
+        /* pre-pooled input, no projection: the warp select reads the caller's rows directly — the whole gate is
+           this one launch (no workspace, no pooling pass) */
+        sa.qv = sa.kv = NULL;
+        sa.qsrc = p->q.data; sa.qsb = p->q.stride_batch; sa.qss = p->q.stride_seq; sa.qsh = p->q.stride_head;
+        sa.ksrc = p->k.data; sa.ksb = p->k.stride_batch; sa.kss = p->k.stride_seq; sa.ksh = p->k.stride_head;
+        /* the caller's rows are likely not in L2: request all the CTA's lines at once (measured: 19.1 -> 18.1 us at
+           B=4 H=16 S=8192 D=128, 14.0 -> 13.5 at D=64; H100, L2 flushed); bit 4 turns it off */
+        sa.l2pf = !(variant & 16);
+        const bool late = (variant & 64) != 0;
+        const int64_t ctas = d->batch * d->heads * ((d->mq + WS_QT - 1) / WS_QT);
+#define BSK_TOPK_WARP_TL(T, L)                                                                                          \
+    (kpl == 2 ? launch_select(select_warp_kernel<2, T, L>, cst, variant, ctas, WS_THREADS, wsm, stream, sa)            \
+     : kpl == 4 ? launch_select(select_warp_kernel<4, T, L>, cst, variant, ctas, WS_THREADS, wsm, stream, sa)          \
+     : kpl == 8 ? launch_select(select_warp_kernel<8, T, L>, cst, variant, ctas, WS_THREADS, wsm, stream, sa)          \
+                : launch_select(select_warp_kernel<16, T, L>, cst, variant, ctas, WS_THREADS, wsm, stream, sa))
+#define BSK_TOPK_WARP_T(T) (late ? BSK_TOPK_WARP_TL(T, true) : BSK_TOPK_WARP_TL(T, false))
+        if (p->q.dtype == BSK_BF16) s = BSK_TOPK_WARP_T(__nv_bfloat16);
+        else if (p->q.dtype == BSK_F16) s = BSK_TOPK_WARP_T(__half);
+        else s = BSK_TOPK_WARP_T(float);
+#undef BSK_TOPK_WARP_T
+#undef BSK_TOPK_WARP_TL
+        if (s) return s;
+        ctx->last_kernel = "cuda-topk";
+        return BSK_SUCCESS;
+    }
+
+    size_t bytes = p->pooled ? (size_t)(nq + nk) * (size_t)P * 8 : (size_t)(nq + nk) * (size_t)D * 8;
+    if (!p->pooled && p->w_q) bytes += (size_t)(nq + nk) * (size_t)P * 8;
     void *ws = NULL;
-    bsk_status s = bsk_cuda_workspace(ctx, bytes, &ws);
-    if (s) return s;
-    double *qv = (double *)ws, *kv = qv + nq * D, *qp = kv + nk * D, *kp = qp + nq * P;
+    if ((s = bsk_cuda_workspace(ctx, bytes, &ws))) return s;
+    double *qv = (double *)ws, *kv = qv + nq * (p->pooled ? P : D);
 
     const int64_t nblk_q = d->mq, nblk_k = d->nb;
-    const int variant = bsk__topk_variant;
-    if (!(variant & 1) && vec16_ok(&p->q) && vec16_ok(&p->k) && D <= 512) {
+    if (p->pooled) {
+        /* pre-pooled input on a workspace path: the rows (projected if asked) into the fp64 workspace */
+        const void *wq = p->w_q ? p->w_q->data : NULL, *wk = p->w_k ? p->w_k->data : NULL;
+        const int wqt = p->w_q ? p->w_q->dtype : 0, wkt = p->w_k ? p->w_k->dtype : 0;
+        const int64_t lq = p->w_q ? p->w_q->ld : 0, lk = p->w_k ? p->w_k->ld : 0;
+        pooled_in_kernel<<<grid_for(nq * P, 256), 256, 0, stream>>>(p->q.data, p->q.dtype, p->q.stride_batch, p->q.stride_seq,
+                                                                    p->q.stride_head, (int)d->heads, (int)nblk_q, nq, (int)D,
+                                                                    wq, wqt, lq, (int)P, qv);
+        if ((s = BSK_CUDA_LAUNCH_CHECK())) return s;
+        if (nk > 0) {
+            pooled_in_kernel<<<grid_for(nk * P, 256), 256, 0, stream>>>(p->k.data, p->k.dtype, p->k.stride_batch,
+                                                                        p->k.stride_seq, p->k.stride_head, (int)d->kv_heads,
+                                                                        (int)nblk_k, nk, (int)D, wk, wkt, lk, (int)P, kv);
+            if ((s = BSK_CUDA_LAUNCH_CHECK())) return s;
+        }
+    } else if (!(variant & 1) && vec16_ok(&p->q) && vec16_ok(&p->k) && D <= 512) {
         /* both sides in one launch (nk == 0 only when kv_heads or batch is 0: then nothing of K is read) */
         Pool16Args a;
         a.s0.x = (const uint16_t *)p->q.data; a.s0.sb = p->q.stride_batch; a.s0.ss = p->q.stride_seq;
@@ -729,7 +876,8 @@ extern "C" bsk_status bsk_cuda_topk_block_layout(bsk_context *ctx, const bsk_top
             if ((s = BSK_CUDA_LAUNCH_CHECK())) return s;
         }
     }
-    if (p->w_q) {
+    if (!p->pooled && p->w_q) {
+        double *qp = kv + nk * D, *kp = qp + nq * P;
         project_kernel<<<grid_for(nq * P, 256), 256, 0, stream>>>(qv, nq, (int)D, p->w_q->data, p->w_q->dtype,
                                                                 p->w_q->ld, (int)P, qp);
         if ((s = BSK_CUDA_LAUNCH_CHECK())) return s;
@@ -741,22 +889,17 @@ extern "C" bsk_status bsk_cuda_topk_block_layout(bsk_context *ctx, const bsk_top
         qv = qp;
         kv = kp;
     }
-    SelArgs sa;
-    sa.qv = qv; sa.kv = kv; sa.P = (int)P; sa.heads = (int)d->heads; sa.kv_heads = (int)d->kv_heads;
-    sa.group = (int)(d->heads / d->kv_heads); sa.mq = (int)d->mq; sa.nb = (int)d->nb; sa.bq = out->block_q;
-    sa.bk = out->block_k; sa.causal = p->causal; sa.top_k = p->top_k; sa.keep_first = p->keep_first;
-    sa.keep_diag = p->keep_diagonal; sa.cap = out->capacity; sa.seq_q = d->seq_q; sa.seq_k = d->seq_k;
-    sa.off = p->causal_offset; sa.kv_lens = p->kv_lens;
-    sa.fc = out->full_count; sa.fi = out->full_idx; sa.pc = out->part_count; sa.pi = out->part_idx;
-    struct bsk_cuda_state *cst = bsk_cuda_state_get(ctx);
-    const int nb = (int)d->nb, kpl = nb <= 64 ? 2 : nb <= 128 ? 4 : nb <= 256 ? 8 : nb <= 512 ? 16 : 0;
-    const size_t wsm = kpl ? select_warp_smem(kpl) : 0, tsm = select_tiled_smem((int)P, nb);
-    if (!(variant & 10) && kpl && wsm <= cst->smem_optin) {
+    /* the workspace vectors, packed [batch][heads][blocks][P] */
+    sa.qv = qv; sa.kv = kv;
+    sa.qsrc = qv; sa.qsb = d->heads * d->mq * P; sa.qss = P; sa.qsh = d->mq * P;
+    sa.ksrc = kv; sa.ksb = d->kv_heads * d->nb * P; sa.kss = P; sa.ksh = d->nb * P;
+    const size_t tsm = select_tiled_smem((int)P, nb);
+    if (warp_sel) {
         const int64_t ctas = d->batch * d->heads * ((d->mq + WS_QT - 1) / WS_QT);
-        if (kpl == 2) s = launch_select(select_warp_kernel<2>, cst, variant, ctas, WS_THREADS, wsm, stream, sa);
-        else if (kpl == 4) s = launch_select(select_warp_kernel<4>, cst, variant, ctas, WS_THREADS, wsm, stream, sa);
-        else if (kpl == 8) s = launch_select(select_warp_kernel<8>, cst, variant, ctas, WS_THREADS, wsm, stream, sa);
-        else s = launch_select(select_warp_kernel<16>, cst, variant, ctas, WS_THREADS, wsm, stream, sa);
+        if (kpl == 2) s = launch_select(select_warp_kernel<2, double, false>, cst, variant, ctas, WS_THREADS, wsm, stream, sa);
+        else if (kpl == 4) s = launch_select(select_warp_kernel<4, double, false>, cst, variant, ctas, WS_THREADS, wsm, stream, sa);
+        else if (kpl == 8) s = launch_select(select_warp_kernel<8, double, false>, cst, variant, ctas, WS_THREADS, wsm, stream, sa);
+        else s = launch_select(select_warp_kernel<16, double, false>, cst, variant, ctas, WS_THREADS, wsm, stream, sa);
         if (s) return s;
     } else if (!(variant & 2) && tsm <= cst->smem_optin) {
         const int64_t ctas = d->batch * d->heads * ((d->mq + SEL_QT - 1) / SEL_QT);
