@@ -80,16 +80,16 @@ int main(int argc, char **argv)
     }
     /* ncu: the two selects once each per config (no warm-up call, so one profiled launch per select) */
     /* entries 5..10: pre-pooled input (params.pooled = 1), compared with entry 5; --ncu: entries 5 and 9 at D=128
-       non-causal only (one profiled launch each). Variant bits (topk.cu): 16 toggles the L2 prefetch (on for pooled
-       rows), 32 query-per-warp scoring split, 64 late conversion of pooled rows */
+       non-causal only (one profiled launch each). Variant bits (topk.cu): 16 turns on the L2 prefetch of pooled rows, 32
+       query-per-warp scoring split, 64 the early conversion of pooled rows */
     const int variants[] = {0, 32, 8, 4, 3, 0, 4, 8, 16, 64, 80};
     const int pooled_in[] = {0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1};
     const char *names[] = {"new: fast pool + warp select + PDL", "the same, query-per-warp scoring split",
                            "session 3: fast pool + tiled select + PDL",
                            "new without PDL", "session 2: generic pool x2 + per-block sel",
-                           "POOLED: direct-read warp sel + L2 prefetch", "POOLED: the same without PDL",
-                           "POOLED: rows to fp64 workspace + tiled sel", "POOLED: direct read, no L2 prefetch",
-                           "POOLED: + late conversion (loads in flight)", "POOLED: late conversion, no L2 prefetch"};
+                           "POOLED: direct-read warp sel (late cvt)", "POOLED: the same without PDL",
+                           "POOLED: rows to fp64 workspace + tiled sel", "POOLED: direct read + L2 prefetch",
+                           "POOLED: early conversion (before s6)", "POOLED: early conversion + L2 prefetch"};
     int nvar = 11;
     for (int dd = 0; dd < (ncu ? 1 : 2); dd++)
     for (int causal = 0; causal < (ncu ? 1 : 2); causal++) {

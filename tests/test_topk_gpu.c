@@ -337,7 +337,7 @@ BSK_TEST(gpu_attn_topk_pooled_matches_cpu)
             dp.kv_lens = lens ? (const int32_t *)attn_to_dev(lens, (size_t)c->B * 4) : NULL;
             if (c->proj && !form) { dp.w_q = &dwq; dp.w_k = &dwk; }
             REQUIRE(dp.q.data && dp.k.data);
-            /* 16: no L2 prefetch in the direct-read warp select, 32: its query-per-warp scoring split, 64: its late
+            /* 16: the L2 prefetch in the direct-read warp select, 32: its query-per-warp scoring split, 64: its early
                conversion of the rows (bsk__topk_variant bits, topk.cu) */
             static const int pooled_variants[] = {0, 16, 32, 48, 64, 80, 8, 2};
             for (size_t vi = 0; vi < sizeof pooled_variants / sizeof pooled_variants[0]; vi++) {

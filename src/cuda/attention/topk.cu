@@ -17,15 +17,14 @@
    projection and for nb <= 512 the warp select reads the caller's rows directly (templated on their dtype, each
    value through fp32 to fp64 as the CPU gate converts it) and the gate is that single launch; otherwise
    pooled_in_kernel copies (or projects) the rows into the fp64 workspace and the usual selects run.
-   Measured (H100, B=4 H=16 S=8192 bf16, block 128, top_k 6, L2 flushed, median of 30): the direct-read select
-   19.1 us at D=128 (14.0 at D=64), 18.1 (13.5) with the L2 prefetch now on by default; through the fp64 workspace
+   Measured (H100, B=4 H=16 S=8192 bf16, block 128, top_k 6, L2 flushed, median of 30; session 6, d9d4132): the
+   direct-read select 16.8 us at D=128 (12.8 at D=64) with the default late conversion and no L2 prefetch; early
+   conversion 19.4 (14.1), early + L2 prefetch 18.0 (13.2), late + prefetch 17.2 (12.6); through the fp64 workspace
    and the tiled select 55 us; the unpooled gate 116 us (pooling = reading Q and K: 93 us at the copy rate). ncu of
-   the direct-read select (18.3 us, 128 registers, 2 CTAs = 16 warps per SM): 42 % of the stall samples wait on the
-   first chunk's global loads and the barrier after them — the fp32->fp64 conversion right after each load made
-   the warp wait for it before issuing the next (LDG, CVT, LDG, ... in the SASS), and the same early conversion made
-   the next chunk's prefetch complete before the scoring started; WsStage's late conversion (bit 6) issues all 20
-   loads of a chunk at once and keeps the next chunk's in flight during the fma (checked in the SASS; its time is
-   still to be measured); scoring ~25 %, selection and compaction ~25 %.
+   the early-conversion select (128 registers, 2 CTAs = 16 warps per SM) had shown 42 % of the stall samples on the
+   first chunk's global loads: the fp32->fp64 conversion right after each load made the warp wait for it before
+   issuing the next (LDG, CVT, LDG, ... in the SASS). The late conversion (WsStage<T, true>) issues all 20 loads of a
+   chunk at once and keeps the next chunk's in flight during the fma; with it the L2 prefetch no longer pays.
    The fixed summation orders make the result identical to the CPU gate (src/attention/topk_cpu.c) on every
    path (the CPU follows the pooling order of the pool kernels and the fma chain of the select). */
 #include <cuda_fp16.h>
@@ -220,7 +219,7 @@ struct SelArgs {
        the fp64 workspace (qv / kv, packed) or, for pre-pooled input, the caller's tensors read in their dtype */
     const void *qsrc, *ksrc;
     int64_t qsb, qss, qsh, ksb, kss, ksh;
-    int l2pf; /* warp select: prefetch all the CTA's rows into L2 first (direct-read pre-pooled rows; hook bit 4: off) */
+    int l2pf; /* warp select: prefetch all the CTA's rows into L2 first (direct-read pre-pooled rows; hook bit 4: on) */
     int qmap; /* warp select: warp w scores query blocks 4w .. 4w+3 against key blocks 2 lane, +1 (hook bit 5) */
     int P, heads, kv_heads, group, mq, nb, bq, bk, causal, top_k, keep_first, keep_diag, cap;
     int64_t seq_q, seq_k, off;
@@ -500,10 +499,10 @@ __device__ __forceinline__ double cvt_d(float x) { return (double)x; }
 __device__ __forceinline__ double cvt_d(__half x) { return (double)__half2float(x); }
 __device__ __forceinline__ double cvt_d(__nv_bfloat16 x) { return (double)__bfloat162float(x); }
 
-/* How a chunk's loads are held in registers until the staging store: as fp64 converted at the load (LATE = false,
-   the default), or raw in the source type, converted at the store (LATE: the conversion no longer waits for the
+/* How a chunk's loads are held in registers until the staging store: as fp64 converted at the load (LATE = false:
+   the fp64 workspace, whose loads need no conversion), or raw in the source type, converted at the store (LATE: the conversion no longer waits for the
    loads right after issuing them, so the next chunk's loads stay in flight during the scoring — ncu showed the
-   early conversion stalling on them; hook bit 6, for pre-pooled 16-bit / fp32 rows). */
+   early conversion stalling on them; the default for pre-pooled rows, hook bit 6 selects the early one). */
 template <typename T, bool LATE> struct WsStage {
     typedef double S;
     static __device__ __forceinline__ S ld(const T *p) { return ld_d(p); }
@@ -762,10 +761,10 @@ bsk_status launch_select(K kernel, const struct bsk_cuda_state *cst, int variant
 /* Benchmark / test hook (bench/gate_probe.sh, tests/test_topk_gpu.c), 0 in normal use: bit 0 runs the generic
    pool kernel (one launch per side), bit 1 the one-CTA-per-query-block select, bit 2 launches the select without
    programmatic dependent launch, bit 3 the tiled select where the warp select would run (the select of session
-   3), bit 4 turns off the direct-read warp select's L2 prefetch of its rows (pre-pooled input; the workspace paths
-   never prefetch), bit 5 the warp select's query-per-warp scoring split (a.qmap: measured neutral), bit 6 the late
-   conversion of pre-pooled rows (WsStage: tested by the GPU tests' variant list, not yet timed); variant 3 is the
-   gate as it was before issue 7's rework. Every variant selects the same tiles. */
+   3), bit 4 turns on the direct-read warp select's L2 prefetch of its rows (pre-pooled input; the workspace paths
+   never prefetch), bit 5 the warp select's query-per-warp scoring split (a.qmap: measured neutral), bit 6 the early
+   conversion of pre-pooled rows (WsStage<T, false>, the default before session 6); variant 3 is the gate as it was
+   before issue 7's rework. Every variant selects the same tiles. */
 extern "C" int bsk__topk_variant;
 int bsk__topk_variant = 0;
 
@@ -800,10 +799,10 @@ extern "C" bsk_status bsk_cuda_topk_block_layout(bsk_context *ctx, const bsk_top
         sa.qv = sa.kv = NULL;
         sa.qsrc = p->q.data; sa.qsb = p->q.stride_batch; sa.qss = p->q.stride_seq; sa.qsh = p->q.stride_head;
         sa.ksrc = p->k.data; sa.ksb = p->k.stride_batch; sa.kss = p->k.stride_seq; sa.ksh = p->k.stride_head;
-        /* the caller's rows are likely not in L2: request all the CTA's lines at once (measured: 19.1 -> 18.1 us at
-           B=4 H=16 S=8192 D=128, 14.0 -> 13.5 at D=64; H100, L2 flushed); bit 4 turns it off */
-        sa.l2pf = !(variant & 16);
-        const bool late = (variant & 64) != 0;
+        /* late conversion of the loaded rows (their loads stay in flight during the scoring), no L2 prefetch: the
+           fastest of the four (see the head of this file); bits 4 / 6 select the others */
+        sa.l2pf = (variant & 16) != 0;
+        const bool late = !(variant & 64);
         const int64_t ctas = d->batch * d->heads * ((d->mq + WS_QT - 1) / WS_QT);
 #define BSK_TOPK_WARP_TL(T, L)                                                                                          \
     (kpl == 2 ? launch_select(select_warp_kernel<2, T, L>, cst, variant, ctas, WS_THREADS, wsm, stream, sa)            \
