@@ -10,8 +10,11 @@
 # D=64 XB|SPLIT), 7 the session-3 kernel (no option).
 # Usage (device machine, repo root): bench/attention_hopper_probe.sh [extra bsk attention args...]
 #   ATTN_BUILD=dir (default build-attnh); ATTN_SAN=0 skips memcheck; ATTN_BENCH=0 skips the benchmark;
-#   ATTN_NCU=1 adds ncu (SpeedOfLight, WarpStateStats, tensor pipe) on the dense D=128 non-causal config,
-#   variants 4, 5 and 7; ATTN_REPS / ATTN_VARIANTS / ATTN_ITERS shape the benchmark loop.
+#   ATTN_NCU=1 adds ncu (SpeedOfLight, WarpStateStats, ComputeWorkloadAnalysis, tensor pipe) on the dense
+#   non-causal config of head dim ATTN_NCU_DIM (128), variants ATTN_NCU_VARIANTS (4 5 7); ATTN_REPS / ATTN_VARIANTS / ATTN_ITERS shape the benchmark loop; ATTN_ALT=1 reverses
+#   the variant order on every other rep (clocks drift: each variant first and last once); ATTN_TESTS is the test
+#   filter (default attn), ATTN_SAN_FILTER memcheck's (default gpu_attn_hopper_long); ATTN_CHECK128="args" adds one
+#   `bsk attention --dims 128 --variant 4 --compare args` invocation after the loop (a D=128 check).
 set -o pipefail
 B=${ATTN_BUILD:-build-attnh}
 OUT=${OUT:-/tmp/attn_out}
@@ -24,8 +27,9 @@ echo "build: $(( $(date +%s) - t0 )) s"
 CUOBJ=$(command -v cuobjdump || echo /usr/local/cuda/bin/cuobjdump)
 "$CUOBJ" --dump-sass $B/src/cuda/hopper/attention_hopper.o > "$OUT/sass.txt" 2>/dev/null
 res_sass=$(awk '/Function :/{f=$3} /HGMMA/{n[f]++} /LDL|STL/{s[f]++} END{for (k in n) printf "%s HGMMA=%d LDL/STL=%d; ", substr(k,36,14), n[k], s[k]}' "$OUT/sass.txt")
+res_sass="$res_sass C7520 in the build log: $(grep -c C7520 "$OUT/build.log")"
 res_tests="not run"; res_mem="not run"; res_bench="not run"
-timeout ${ATTN_TEST_TIMEOUT:-90} $B/bin/bsk_tests attn > "$OUT/tests.log" 2>&1
+timeout ${ATTN_TEST_TIMEOUT:-90} $B/bin/bsk_tests ${ATTN_TESTS:-attn} > "$OUT/tests.log" 2>&1
 rc=$?
 grep -v "^ok " "$OUT/tests.log" | head -40
 res_tests="rc=$rc $(tail -1 "$OUT/tests.log")"
@@ -38,29 +42,47 @@ if [ "${ATTN_BENCH:-1}" = 1 ] && [ $hung = 0 ]; then
     smi=$!
     res_bench="rc"
     : > "$OUT/bench.log"
+    nrep=0
     for rep in ${ATTN_REPS:-1 2}; do
-        for v in ${ATTN_VARIANTS:-4 5 7}; do
+        vs="${ATTN_VARIANTS:-4 5 7}"
+        nrep=$((nrep + 1))
+        [ "${ATTN_ALT:-0}" = 1 ] && [ $((nrep % 2)) = 0 ] && vs=$(echo $vs | tr ' ' '\n' | tac | tr '\n' ' ')
+        for v in $vs; do
             echo "#### rep $rep variant $v first" >> "$OUT/bench.log"
             timeout ${ATTN_BENCH_TIMEOUT:-60} $B/bin/bsk attention --variant $v --compare --iters ${ATTN_ITERS:-10} \
                 --json "$OUT/attention_hopper_v$v.json" "$@" >> "$OUT/bench.log" 2>&1
             res_bench="$res_bench $?"
         done
     done
+    if [ -n "${ATTN_CHECK128:-}" ]; then
+        echo "#### rep 128 variant 4 first" >> "$OUT/bench.log"
+        timeout ${ATTN_BENCH_TIMEOUT:-60} $B/bin/bsk attention --variant 4 --compare --iters ${ATTN_ITERS:-10} --dims 128 \
+            --json "$OUT/attention_hopper_d128.json" $ATTN_CHECK128 >> "$OUT/bench.log" 2>&1
+        res_bench="$res_bench $?"
+    fi
     kill $smi 2>/dev/null
     echo "bench: $(( $(date +%s) - t0 )) s"
 fi
 if [ "${ATTN_SAN:-1}" != 0 ] && [ $hung = 0 ]; then
     timeout ${ATTN_SAN_TIMEOUT:-50} compute-sanitizer --tool memcheck --error-exitcode 9 $B/bin/bsk_tests \
-        gpu_attn_hopper_long > "$OUT/memcheck.log" 2>&1; rc=$?
+        ${ATTN_SAN_FILTER:-gpu_attn_hopper_long} > "$OUT/memcheck.log" 2>&1; rc=$?
     res_mem="rc=$rc $(grep 'ERROR SUMMARY' "$OUT/memcheck.log" | tail -1) $(grep -c '^ok ' "$OUT/memcheck.log") ok"
     echo "sanitizer: $(( $(date +%s) - t0 )) s"
 fi
 if [ "${ATTN_NCU:-0}" = 1 ] && [ $hung = 0 ]; then
-    for v in 4 5 7; do
-        timeout 45 ncu --clock-control none -k regex:attn_hopper --launch-count 1 --section SpeedOfLight --section WarpStateStats \
+    for v in ${ATTN_NCU_VARIANTS:-4 5 7}; do
+        timeout 60 ncu --clock-control none -k regex:attn_hopper --launch-count 1 --section SpeedOfLight --section WarpStateStats \
+            --section ComputeWorkloadAnalysis \
             --metrics sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_elapsed,smsp__issue_active.avg.pct_of_peak_sustained_elapsed,lts__t_sectors.avg.pct_of_peak_sustained_elapsed,sm__cycles_elapsed.avg.per_second \
-            $B/bin/bsk attention --variant $v --dims 128 --densities 1.0 --iters 1 --warmup 0 --json /tmp/ncu_$v.json \
+            $B/bin/bsk attention --variant $v --dims ${ATTN_NCU_DIM:-128} --densities 1.0 --iters 1 --warmup 0 --json /tmp/ncu_$v.json \
             > "$OUT/ncu_v$v.log" 2>&1
+    done
+    # the MUFU (XU) pipe share, a separate call (a metric name ncu does not know fails only this one)
+    for v in ${ATTN_NCU_VARIANTS:-4 5 7}; do
+        timeout 45 ncu --clock-control none -k regex:attn_hopper --launch-count 1 \
+            --metrics sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,smsp__issue_active.avg.pct_of_peak_sustained_active,smsp__inst_executed.sum \
+            $B/bin/bsk attention --variant $v --dims ${ATTN_NCU_DIM:-128} --densities 1.0 --iters 1 --warmup 0 --json /tmp/ncu_$v.json \
+            > "$OUT/ncu_xu_v$v.log" 2>&1
     done
     echo "ncu: $(( $(date +%s) - t0 )) s"
 fi
@@ -76,6 +98,7 @@ fi
 echo "-- first-position TFLOPS per config (variant:TFLOPS, both reps); then the --compare figures of the last rep"
 awk '/^#### rep/{v=$5} /^D=/{match($0,/^D= *[0-9]+ +[a-z-]+ +d=[0-9.]+/); k=substr($0,RSTART,RLENGTH); match($0,/ms +[0-9.]+ TFLOPS/); t=substr($0,RSTART,RLENGTH); gsub(/ms +| TFLOPS/,"",t); a[k]=a[k]" v"v":"t; if(!(k in o)){o[k]=++n; key[n]=k}} END{for(i=1;i<=n;i++) printf "%-28s%s\n", key[i], a[key[i]]}' "$OUT/bench.log"
 grep -E "^D=|^####" "$OUT/bench.log" | tail -17 | sed -E 's/ +err [^[]*gate [^[]*\[hopper-attn-wgmma\]//; s/ \(actual [^)]*\)//' | cut -c1-170
-for v in 4 5 7; do
-    [ -s "$OUT/ncu_v$v.log" ] && { echo "-- ncu variant $v"; grep -E "hmma|issue_active|lts__t_sectors|per_second|Duration|Warp Cycles Per Issued|Avg. Active Threads" "$OUT/ncu_v$v.log" | head -10; }
+for v in ${ATTN_NCU_VARIANTS:-4 5 7}; do
+    [ -s "$OUT/ncu_v$v.log" ] && { echo "-- ncu variant $v"; grep -E "hmma|issue_active|lts__t_sectors|per_second|Duration|Warp Cycles Per Issued|Avg. Active Threads|Issue Slots Busy|SM Busy" "$OUT/ncu_v$v.log" | head -12;
+        grep -E "pipe_xu|hmma|issue_active|inst_executed.sum|ERR" "$OUT/ncu_xu_v$v.log" | head -5; }
 done
