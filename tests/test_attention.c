@@ -652,7 +652,7 @@ static void poison_kv_tails(problem *P)
 
 /* One problem through each build of the Hopper kernel (variant 4: the default options, 6: the default on 3
    CTAs — many items per CTA, both Q buffers and the rings carried across items —, 5, 7, 8: the builds kept for
-   same-run A/B timings, at D=64 5 and 7 the S-one-tile-ahead builds (PS); attention_hopper.cu): every element of O and LSE against the float64 reference, O and LSE NaN-poisoned before
+   same-run A/B timings; attention_hopper.cu): every element of O and LSE against the float64 reference, O and LSE NaN-poisoned before
    each run, and the kernel that ran must be `want` (the Hopper kernel, or the mma.sync kernel for the cases
    the Hopper kernel declines). */
 static void hopper_case(bsk_test_ctx *t, bsk_context *ctx, const spec *sp, float scale, const char *want, const char *what)
@@ -732,8 +732,7 @@ BSK_TEST(gpu_attn_hopper_long_empty_declines)
     spec b = {.B = 1, .H = 2, .HK = 1, .SQ = 300, .SK = 1200, .D = 128, .bq = 128, .bk = 128, .dt = BSK_BF16,
               .order = BHSD, .kind = 0, .kv_lens = 1, .empty_qb = -1};
     hopper_case(t, ctx, &b, 0.0f, "hopper-attn-wgmma", "long dense D128 kv_lens");
-    /* D=64 long rows for the S-one-tile-ahead builds (PS: variants 5, 7 at D=64), whose slots are unrolled by two
-       with a peeled tail: 11 tiles per query block (odd), then random key lengths (1..10 tiles, either parity) */
+    /* D=64 long rows, every build: 11 tiles per query block (odd), then random key lengths (1..10 tiles) */
     spec a2 = {.B = 1, .H = 2, .HK = 2, .SQ = 260, .SK = 1290, .D = 64, .bq = 128, .bk = 128, .dt = BSK_BF16,
                .order = BHSD, .kind = 0, .empty_qb = -1};
     hopper_case(t, ctx, &a2, 0.0f, "hopper-attn-wgmma", "long dense D64 11 tiles");

@@ -17,13 +17,13 @@ using namespace bsk_hopper;
    them round-robin; bsk attention --compare times 5 and 7 beside the default).
    D=128: default XB | LR | SPLIT | OV | DT (session 4: +7 % dense over XB | LR | SPLIT, ahead of cuDNN in the same
    round-robin); 5 = the session-3 default XB | LR | SPLIT, 7 = default + TR, 8 = default + NP.
-   D=64: default XB (OV, DT, LR and PB measured equal or slower in session 4); 5 = XB | PS (S one tile ahead,
-   session 6), 7 = XB | PS | NP, 8 = XB | NP (TR, the old 5 / 8, measured -1 %). */
+   D=64: default XB (OV, DT, LR and PB measured equal or slower in session 4; PS, S_{t+1} issued before the
+   softmax of S_t, -3 % dense in session 6, commit 0249890); 5 = XB | TR, 7 = XB | NP, 8 = XB | TR | NP. */
 static const int ATTN_DEFAULT_128 = ATTN_XB | ATTN_LR | ATTN_SPLIT | ATTN_OV | ATTN_DT;
 static const int ATTN_V5_128 = ATTN_XB | ATTN_LR | ATTN_SPLIT, ATTN_V7_128 = ATTN_DEFAULT_128 | ATTN_TR,
                  ATTN_V8_128 = ATTN_DEFAULT_128 | ATTN_NP;
 static const int ATTN_DEFAULT_64 = ATTN_XB;
-static const int ATTN_V5_64 = ATTN_XB | ATTN_PS, ATTN_V7_64 = ATTN_XB | ATTN_PS | ATTN_NP, ATTN_V8_64 = ATTN_XB | ATTN_NP;
+static const int ATTN_V5_64 = ATTN_XB | ATTN_TR, ATTN_V7_64 = ATTN_XB | ATTN_NP, ATTN_V8_64 = ATTN_XB | ATTN_TR | ATTN_NP;
 
 /* A strided attention tensor as the 4-D TMA view (dim, seq, head, batch), boxes of 64 x box_rows x 1 x 1
    (128 bytes wide: the 128-byte swizzle's limit), zero-filled outside. A dimension of extent 1 whose stride

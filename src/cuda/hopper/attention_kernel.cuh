@@ -143,13 +143,8 @@ __device__ __forceinline__ float attn_exp2(float x)
              instead of one dependent chain of 16 per row: at D=64 ncu reports dependency waits as the largest
              stall, and the max chain sits before the first exponential;
    ATTN_NP — no ping-pong: the consumer warpgroups issue their GEMMs whenever their data is there (the tensor
-             pipe interleaves them), no named-barrier turns;
-   ATTN_PS — S one tile ahead (D=64; needs XB, not LR): the slot that issues P·V_{t-1} also issues S_{t+1}, into a
-             second S register set (64 more registers per thread), and the softmax of S_t — landed in the previous
-             slot — starts at once, with both GEMMs in the tensor cores; the S latency leaves the per-warp
-             critical path (S wait -> max -> exponentials -> pack -> turn), which bounds D=64 (notes, session 4). */
-constexpr int ATTN_XB = 1, ATTN_LR = 2, ATTN_SPLIT = 4, ATTN_OV = 8, ATTN_DT = 16, ATTN_TR = 32, ATTN_NP = 64,
-              ATTN_PS = 128;
+             pipe interleaves them), no named-barrier turns. */
+constexpr int ATTN_XB = 1, ATTN_LR = 2, ATTN_SPLIT = 4, ATTN_OV = 8, ATTN_DT = 16, ATTN_TR = 32, ATTN_NP = 64;
 constexpr float ATTN_LR_TH = 8.0f;
 
 template <int DT, int D, int STAGES, int OPT>
@@ -159,7 +154,6 @@ __global__ void __launch_bounds__(384, 1)
                        const AttnHParams p)
 {
     typedef AttnCfg<D, STAGES> CF;
-    static_assert(!(OPT & ATTN_PS) || ((OPT & ATTN_XB) && !(OPT & ATTN_LR) && D == 64), "PS: D=64, with XB, without LR");
     extern __shared__ uint8_t smem_raw[];
     uint8_t *smem = (OPT & ATTN_DT) ? smem_raw + ((1024u - (smem_u32(smem_raw) & 1023u)) & 1023u)
                                     : (uint8_t *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
@@ -345,7 +339,6 @@ __global__ void __launch_bounds__(384, 1)
         const int bar_mine = 1 + c, bar_other = 2 - c;
         float o[D / 2];
         float sa[64];
-        float sn[64]; /* PS: the second S register set (S_{t+1} lands here while S_t's softmax runs) */
         uint32_t pa[32];
         float m[2], l[2];
         int q0 = 0, kv_len = 0;
@@ -357,14 +350,10 @@ __global__ void __launch_bounds__(384, 1)
         for (int x = 0; x < 32; ++x) pa[x] = 0u;
 #pragma unroll
         for (int x = 0; x < 64; ++x) sa[x] = 0.0f;
-        if (OPT & ATTN_PS) {
-#pragma unroll
-            for (int x = 0; x < 64; ++x) sn[x] = 0.0f;
-        }
 
         /* The slot pieces; t counts K/V tiles over the CTA's items (the ring position). Issue: S_t = Q·K_tᵀ into
            sa (scale_d 0 on the first k step), O += P·V_t from pa. */
-        auto issue_s_to = [&](float *s, uint32_t t) {
+        auto issue_s = [&](uint32_t t) {
             const uint32_t ka = sb + CF::K_OFF + (t % STAGES) * CF::TILE;
             const uint64_t kdesc = smem_desc(ka, 16, 1024);
 #pragma unroll
@@ -373,13 +362,12 @@ __global__ void __launch_bounds__(384, 1)
                 /* DT: the start-address field (bits 0-13, address >> 4) takes the offset as an addend: every
                    address stays below 2^18, so nothing carries out of the field */
                 if (OPT & ATTN_DT)
-                    AttnOps<DT>::qk(s, qdesc + (off >> 4), kdesc + (off >> 4), kk > 0 ? 1 : 0);
+                    AttnOps<DT>::qk(sa, qdesc + (off >> 4), kdesc + (off >> 4), kk > 0 ? 1 : 0);
                 else
-                    AttnOps<DT>::qk(s, smem_desc(qa + off, 16, 1024), smem_desc(ka + off, 16, 1024), kk > 0 ? 1 : 0);
+                    AttnOps<DT>::qk(sa, smem_desc(qa + off, 16, 1024), smem_desc(ka + off, 16, 1024), kk > 0 ? 1 : 0);
             }
             wgmma_commit();
         };
-        auto issue_s = [&](uint32_t t) { issue_s_to(sa, t); };
         auto issue_pv = [&](uint32_t t) {
             const uint32_t va = sb + CF::V_OFF + (t % STAGES) * CF::TILE;
             const uint64_t vdesc = smem_desc(va, CF::PANEL, 1024);
@@ -402,7 +390,7 @@ __global__ void __launch_bounds__(384, 1)
         };
         /* S (landed) of the tile at key k0 -> mask, online softmax: sa becomes exp values, m and l updated,
            alpha the O rescale. */
-        auto softmax_on = [&](float *sa, int k0, float *alpha) {
+        auto softmax = [&](int k0, float *alpha) {
 #pragma unroll
             for (int x = 0; x < 64; ++x) reg_fence(sa[x]);
             const bool need_mask = (OPT & ATTN_DT) ? k0 > mthr
@@ -453,9 +441,8 @@ __global__ void __launch_bounds__(384, 1)
                 l[rr] = l[rr] * alpha[rr] + rs; /* the thread's part of the row sum; the quad adds up at the end */
             }
         };
-        auto softmax = [&](int k0, float *alpha) { softmax_on(sa, k0, alpha); };
         /* After the P·V GEMM that read pa has finished: pa = P (16-bit); rescale_pack: O *= alpha first. */
-        auto pack_from = [&](const float *sa) {
+        auto pack_p = [&]() {
 #pragma unroll
             for (int kk = 0; kk < 8; ++kk) {
                 pa[4 * kk + 0] = AttnOps<DT>::pack(sa[8 * kk + 0], sa[8 * kk + 1]);
@@ -464,7 +451,6 @@ __global__ void __launch_bounds__(384, 1)
                 pa[4 * kk + 3] = AttnOps<DT>::pack(sa[8 * kk + 6], sa[8 * kk + 7]);
             }
         };
-        auto pack_p = [&]() { pack_from(sa); };
         auto rescale_pack = [&](const float *alpha) {
             /* LR: warp-uniform skip when no row of the warp moved its max */
             if (!(OPT & ATTN_LR) || __any_sync(0xffffffffu, alpha[0] != 1.0f || alpha[1] != 1.0f)) {
@@ -520,108 +506,7 @@ __global__ void __launch_bounds__(384, 1)
             l[0] = l[1] = 0.0f;
 #pragma unroll
             for (int x = 0; x < D / 2; ++x) o[x] = 0.0f;
-            if ((OPT & ATTN_PS) && nt > 0) {
-                /* PS (see the option's comment): slot t issues S_{t+1} into the other register set and
-                   P·V_{t-1}, then runs the softmax of S_t (landed in the previous slot) while both GEMMs are in the
-                   tensor cores, then waits for both (after the vote + branch that ends the softmax's block, as
-                   ATTN_OV: otherwise ptxas hoists the wait above the softmax), rescales O if a row moved its max
-                   and packs P_t. Each slot waits for everything it issued (no wgmma group crosses a slot), so the
-                   peeled / unrolled-by-two slots below are self-contained. Slots per item, nt >= 2: S_0 + S_1
-                   (softmax of S_0 overlaps S_1); t = 1 .. nt-2: S_{t+1} + PV_{t-1}; nt-1: PV_{nt-2}; PV_{nt-1}.
-                   S_j sits in sa for even j, sn for odd j. nt == 1: S_0; PV_0. */
-                float alpha[2];
-                /* the softmax of y (S_t at key k0) with this slot's GEMMs in flight, then the wait for them,
-                   x (the S set in flight, if any) fenced after it */
-                auto ps_soft = [&](float *y, float *x, int k0) {
-                    softmax_on(y, k0, alpha);
-                    if (__any_sync(0xffffffffu, alpha[0] != 1.0f || alpha[1] != 1.0f)) {
-                        pv_done();
-#pragma unroll
-                        for (int j = 0; j < D / 2; ++j) o[j] *= alpha[(j >> 1) & 1];
-                    }
-                    pv_done();
-                    if (x) {
-#pragma unroll
-                        for (int j = 0; j < 64; ++j) reg_fence(x[j]);
-                    }
-                };
-                /* slot t (1 <= t <= nt-2; g = kt + t): S_t in y, S_{t+1} -> x; returns S_{t+1}'s key start */
-                auto ps_mid = [&](float *y, float *x, uint32_t g, int k0) -> int {
-                    const int kn = wait_k(g + 1u);
-                    wait_v(g - 1u);
-                    turn_wait();
-                    wgmma_fence();
-                    issue_s_to(x, g + 1u);
-                    issue_pv(g - 1u);
-                    turn_open();
-                    ps_soft(y, x, k0);
-                    release(kempty0, g + 1u);
-                    release(vempty0, g - 1u);
-                    pack_from(y);
-                    return kn;
-                };
-                /* slot nt-1 (g = kt + nt - 1): S_{nt-1} in y, P·V_{nt-2} only */
-                auto ps_last = [&](float *y, uint32_t g, int k0) {
-                    wait_v(g - 1u);
-                    turn_wait();
-                    wgmma_fence();
-                    issue_pv(g - 1u);
-                    turn_open();
-                    ps_soft(y, nullptr, k0);
-                    release(vempty0, g - 1u);
-                    pack_from(y);
-                };
-                if (nt == 1) {
-                    const int k0 = wait_k(kt);
-                    turn_wait();
-                    wgmma_fence();
-                    issue_s_to(sa, kt);
-                    turn_open();
-                    wgmma_wait<0>();
-                    release(kempty0, kt);
-                    softmax_on(sa, k0, alpha); /* o is 0: nothing to rescale */
-                    pack_from(sa);
-                } else {
-                    const int k0 = wait_k(kt);
-                    int kc = wait_k(kt + 1u);
-                    turn_wait();
-                    wgmma_fence();
-                    issue_s_to(sa, kt);
-                    issue_s_to(sn, kt + 1u);
-                    turn_open();
-                    wgmma_wait<1>();
-                    release(kempty0, kt);
-                    softmax_on(sa, k0, alpha); /* o is 0: nothing to rescale */
-                    /* a branch that ends the softmax's block (never taken: l is a sum of exponentials), so that
-                       the wait for S_1 stays below the softmax */
-                    if (__any_sync(0xffffffffu, l[0] < 0.0f)) wgmma_wait<0>();
-                    wgmma_wait<0>();
-#pragma unroll
-                    for (int j = 0; j < 64; ++j) reg_fence(sn[j]);
-                    release(kempty0, kt + 1u);
-                    pack_from(sa);
-                    uint32_t t = 1;
-                    for (; t + 2u < (uint32_t)nt; t += 2u) {
-                        kc = ps_mid(sn, sa, kt + t, kc);
-                        kc = ps_mid(sa, sn, kt + t + 1u, kc);
-                    }
-                    if (t + 2u == (uint32_t)nt) {
-                        kc = ps_mid(sn, sa, kt + t, kc);
-                        ps_last(sa, kt + t + 1u, kc);
-                    } else {
-                        ps_last(sn, kt + t, kc);
-                    }
-                }
-                const uint32_t g_l = kt + (uint32_t)nt - 1u;
-                wait_v(g_l);
-                turn_wait();
-                wgmma_fence();
-                issue_pv(g_l);
-                turn_open(); /* XB (PS requires it): WG2's last slot opens WG1's next turn too */
-                pv_done();
-                release(vempty0, g_l);
-                kt += (uint32_t)nt;
-            } else if (nt > 0) {
+            if (nt > 0) {
                 /* Turns (FA3 ping-pong), per item: WG1 issues first (WG2's arrival opens its barrier); each
                    slot ends by opening the other's, except WG2's last (nobody waits for it). Slots: S_0;
                    S_t + PV_{t-1} for t = 1 .. nt-1; PV_{nt-1}. The loop is peeled so no wgmma sits on a
