@@ -314,6 +314,51 @@ BSK_API bsk_status bsk_spmm(bsk_context *ctx, bsk_op op, float alpha, const bsk_
 BSK_API bsk_status bsk_sddmm(bsk_context *ctx, float alpha, const bsk_dense *X, const bsk_dense *Y, float beta,
                              bsk_bsr *out);
 
+/* ---------------------------------------------------------------- autotuner
+
+   bsk_spmm picks its kernel by itself (block size, dtypes, shape, density; thresholds measured on an H100). The
+   autotuner refines that pick for the GPU at hand. A context holds a tuning table: per case class, the kernel
+   family measured fastest. A class is (op, block rows x cols, A's dtype, C's dtype, floor(log2) of M, N and K,
+   the block density nnzb / (mb·nb) in steps of 1/20): 2048 and 4096 are different classes, 3000 and 4000 the same.
+   bsk_spmm on the device runs the recorded family first when its case's class is in the table; a family that
+   cannot run a case exactly still declines it and the default order follows, so a table changes which kernel
+   runs, never what is computed (beyond the kernels' own rounding). Families: "hopper" (TMA + wgmma, b = 64 / 128;
+   kernels hopper-wgmma-b*), "hopper-small" (b = 16 / 32, hopper-wgmma-b*s; from a table it also runs below the
+   density where the default hands over to "portable"), "portable" (mma.sync, sm_80+: cuda-mma*), "simt" (cuda-simt).
+
+   bsk_tune_spmm: runs every family that takes the case, on the context's stream (one warm-up run, then `iters`
+   timed runs with CUDA events, median, L2 not flushed), records the fastest in the table (replacing the class's
+   earlier entry) and leaves C = alpha·op(A)·B + beta·C as one bsk_spmm call would (the timed runs write a scratch
+   copy of C). It synchronises the host: tune first, then capture graphs. result (may be NULL) receives the
+   winner's family and kernel name, its median time and that of the default dispatch. Host operands: one CPU
+   kernel, nothing to tune: runs bsk_spmm, records nothing, result->family "cpu". Errors as bsk_spmm (nothing
+   recorded, C not written), plus INVALID_ARGUMENT for iters outside [1, 1000], OUT_OF_MEMORY when the scratch
+   copy cannot be allocated or the table is full (BSK_TUNE_MAX_ENTRIES classes).
+
+   bsk_tune_save / bsk_tune_load: the table as a text file, first line "bsk-tune 1 <device name>", then one line
+   per class: "spmm <op n|t> <block rows> <block cols> <A dtype> <C dtype> <log2 M> <log2 N> <log2 K> <density
+   step 0..20> <family>" (dtypes f32 / f16 / bf16). The device name is bsk_device_info's (a CPU-only context: "cpu").
+   Load replaces the context's table only when the whole file is valid: a file of another device is
+   BSK_ERR_UNSUPPORTED, a malformed one (unknown words, numbers out of range, more than BSK_TUNE_MAX_ENTRIES lines,
+   a line over 255 characters) BSK_ERR_INVALID_ARGUMENT, a file that cannot be opened, read or written
+   BSK_ERR_INVALID_ARGUMENT; nothing changes then. bsk_create loads the file named by the environment variable
+   BSK_TUNE_FILE when it is set (silently skipping a file it cannot use). bsk_tune_clear empties the table;
+   bsk_tune_entries returns its size (0 for NULL). */
+#define BSK_TUNE_MAX_ENTRIES 256
+typedef struct bsk_tune_result {
+    char family[16];        /* the winner: "hopper", "hopper-small", "portable", "simt" or "cpu" */
+    char kernel[48];        /* its bsk_last_kernel                                               */
+    double ms;              /* its median time                                                   */
+    double default_ms;      /* the default dispatch's median time (the table bypassed)           */
+    char default_kernel[48];
+} bsk_tune_result;
+BSK_API bsk_status bsk_tune_spmm(bsk_context *ctx, bsk_op op, float alpha, const bsk_bsr *A, const bsk_dense *B,
+                                 float beta, bsk_dense *C, int iters, bsk_tune_result *result);
+BSK_API bsk_status bsk_tune_save(const bsk_context *ctx, const char *path);
+BSK_API bsk_status bsk_tune_load(bsk_context *ctx, const char *path);
+BSK_API void bsk_tune_clear(bsk_context *ctx);
+BSK_API int bsk_tune_entries(const bsk_context *ctx);
+
 /* ---------------------------------------------------------------- block-sparse attention */
 
 /* Block-sparse attention forward (FlashAttention style, online softmax) over a layout of kept

@@ -22,7 +22,23 @@ struct bsk_context {
     const char *last_kernel;
     int pattern_cache;     /* keep derived pattern data between calls (bsk_set_pattern_cache) */
     struct bsk_cuda_state *cuda; /* lazily created workspace and pattern caches */
+    struct bsk__tune_table *tune; /* the autotuner's table (src/core/tune.c), NULL while empty */
+    int spmm_forced;       /* set while a family chosen by the tuner runs: it takes every case it can do exactly */
 };
+
+/* ---- autotuner (src/core/tune.c). Families in the default dispatch order; 0 = none (the default order). */
+enum { BSK__FAM_NONE = 0, BSK__FAM_HOPPER = 1, BSK__FAM_HOPPER_SMALL = 2, BSK__FAM_PORTABLE = 3, BSK__FAM_SIMT = 4,
+       BSK__FAM_COUNT = 5 };
+const char *bsk__tune_family_name(int fam);
+/* The family recorded for this SpMM case's class, or BSK__FAM_NONE. O(entries); 0 work without a table. */
+int bsk__tune_lookup(const bsk_context *ctx, bsk_op op, const bsk_bsr *A, const bsk_dense *B, const bsk_dense *C);
+/* Parse a tune file's text (len bytes, need not be NUL-terminated) for `device`: on success *out holds a newly
+   allocated table (free()), which is NULL for a file without entries. Errors as bsk_tune_load. The fuzz target's entry. */
+bsk_status bsk__tune_parse(const char *text, size_t len, const char *device, struct bsk__tune_table **out);
+/* bsk_spmm's checks, shared with bsk_tune_spmm (src/core/ops.c): BSK_SUCCESS and *empty = 1 when there is nothing to
+   compute (m == 0 or N == 0). */
+bsk_status bsk__spmm_check(bsk_context *ctx, bsk_op op, const bsk_bsr *A, const bsk_dense *B, const bsk_dense *C,
+                           int *empty);
 
 /* ---- checks (src/bsr/bsr_validate.c). Each returns BSK_SUCCESS or the named status. */
 
@@ -83,6 +99,10 @@ bsk_status bsk_cuda_spmm(bsk_context *ctx, bsk_op op, float alpha, const bsk_bsr
                          float beta, bsk_dense *C);
 bsk_status bsk_cuda_sddmm(bsk_context *ctx, float alpha, const bsk_dense *X, const bsk_dense *Y, float beta,
                           bsk_bsr *out);
+/* The autotuner's device part: times every family (and the default dispatch, table bypassed) on a scratch copy of
+   C, then runs the fastest on C once. *best: its family. Synchronises the host. */
+bsk_status bsk_cuda_tune_spmm(bsk_context *ctx, bsk_op op, float alpha, const bsk_bsr *A, const bsk_dense *B,
+                              float beta, bsk_dense *C, int iters, int *best, bsk_tune_result *result);
 
 #ifdef __cplusplus
 }

@@ -13,6 +13,7 @@
     X("bench", cmd_bench, "benchmark: 'bench spmm' (vs cuBLAS/cuSPARSE or OpenBLAS), 'bench sddmm', 'bench train'")     \
     X("attention", cmd_attention, "block-sparse attention benchmark (GPU): TFLOPS vs cuBLAS, gate share, latency") \
     X("attention-bwd", cmd_attention_bwd, "block-sparse attention forward + backward benchmark (GPU): TFLOPS") \
+    X("tune", cmd_tune, "autotune bsk_spmm for this GPU: every kernel family timed per case, the table saved")      \
     X("preflight", cmd_preflight, "the GPU, its capabilities, and the architectures this build carries") \
     X("version", cmd_version, "print the library version")
 

@@ -14,6 +14,8 @@ bsk_status bsk_create(bsk_context **ctx, bsk_backend backend)
     c->backend = backend;
     c->has_device = has_device;
     c->last_kernel = "none";
+    const char *tune_file = getenv("BSK_TUNE_FILE"); /* a file it cannot use is skipped (see bsk.h) */
+    if (tune_file && *tune_file) (void)bsk_tune_load(c, tune_file);
     *ctx = c;
     return BSK_SUCCESS;
 }
@@ -25,6 +27,7 @@ void bsk_destroy(bsk_context *ctx)
         (void)bsk_cuda_synchronize(ctx);
         bsk_cuda_release(ctx);
     }
+    bsk_tune_clear(ctx);
     free(ctx);
 }
 

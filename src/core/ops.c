@@ -53,10 +53,11 @@ static bsk_status check_dense_full(const bsk_dense *D)
     return s ? s : bsk__check_dense_location(D);
 }
 
-bsk_status bsk_spmm(bsk_context *ctx, bsk_op op, float alpha, const bsk_bsr *A, const bsk_dense *B, float beta,
-                    bsk_dense *C)
+bsk_status bsk__spmm_check(bsk_context *ctx, bsk_op op, const bsk_bsr *A, const bsk_dense *B, const bsk_dense *C,
+                           int *empty)
 {
     bsk_status s;
+    *empty = 0;
     if (!ctx || !A || !B || !C) return BSK_ERR_NULL_POINTER;
     if (op != BSK_OP_N && op != BSK_OP_T) return BSK_ERR_INVALID_ARGUMENT;
     if ((s = bsk__check_bsr_desc(A)) || (s = bsk__check_dense(B)) || (s = bsk__check_dense(C))) return s;
@@ -68,7 +69,16 @@ bsk_status bsk_spmm(bsk_context *ctx, bsk_op op, float alpha, const bsk_bsr *A, 
     uint64_t cb = dense_bytes(C);
     if (overlaps(C->data, cb, B->data, dense_bytes(B)) || overlaps(C->data, cb, A->values, bsr_value_bytes(A)))
         return BSK_ERR_INVALID_ARGUMENT;
-    if (m == 0 || B->cols == 0) return BSK_SUCCESS;
+    *empty = m == 0 || B->cols == 0;
+    return BSK_SUCCESS;
+}
+
+bsk_status bsk_spmm(bsk_context *ctx, bsk_op op, float alpha, const bsk_bsr *A, const bsk_dense *B, float beta,
+                    bsk_dense *C)
+{
+    int empty;
+    bsk_status s = bsk__spmm_check(ctx, op, A, B, C, &empty);
+    if (s || empty) return s;
     if (A->mem == BSK_MEM_HOST) {
         ctx->last_kernel = "cpu";
         return bsk_cpu_spmm(op, alpha, A, B, beta, C);

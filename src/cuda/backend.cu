@@ -147,10 +147,9 @@ extern "C" bsk_status bsk_cuda_device_query(bsk_device_info *info)
 }
 
 /* Try each kernel family in order of speed; the first that takes the case runs it. */
-extern "C" bsk_status bsk_cuda_spmm(bsk_context *ctx, bsk_op op, float alpha, const bsk_bsr *A, const bsk_dense *B,
-                                    float beta, bsk_dense *C)
+static bsk_status spmm_default(bsk_context *ctx, bsk_op op, float alpha, const bsk_bsr *A, const bsk_dense *B,
+                               float beta, bsk_dense *C)
 {
-    if (!bsk_cuda_state_get(ctx)) return BSK_ERR_OUT_OF_MEMORY;
     bsk_status s = bsk_hopper_spmm(ctx, op, alpha, A, B, beta, C);
     if (s != BSK_ERR_UNSUPPORTED) return s;
     s = bsk_hopper_spmm_small(ctx, op, alpha, A, B, beta, C);
@@ -158,6 +157,94 @@ extern "C" bsk_status bsk_cuda_spmm(bsk_context *ctx, bsk_op op, float alpha, co
     s = bsk_portable_spmm(ctx, op, alpha, A, B, beta, C);
     if (s != BSK_ERR_UNSUPPORTED) return s;
     return bsk_simt_spmm(ctx, op, alpha, A, B, beta, C);
+}
+
+/* One family, as the tuner chose it: it takes every case it can do exactly (ctx->spmm_forced: the small-block
+   kernel then ignores its density crossover); UNSUPPORTED when it cannot. */
+static bsk_status spmm_family(bsk_context *ctx, int fam, bsk_op op, float alpha, const bsk_bsr *A, const bsk_dense *B,
+                              float beta, bsk_dense *C)
+{
+    bsk_status s = BSK_ERR_UNSUPPORTED;
+    ctx->spmm_forced = 1;
+    if (fam == BSK__FAM_HOPPER) s = bsk_hopper_spmm(ctx, op, alpha, A, B, beta, C);
+    else if (fam == BSK__FAM_HOPPER_SMALL) s = bsk_hopper_spmm_small(ctx, op, alpha, A, B, beta, C);
+    else if (fam == BSK__FAM_PORTABLE) s = bsk_portable_spmm(ctx, op, alpha, A, B, beta, C);
+    else if (fam == BSK__FAM_SIMT) s = bsk_simt_spmm(ctx, op, alpha, A, B, beta, C);
+    ctx->spmm_forced = 0;
+    return s;
+}
+
+extern "C" bsk_status bsk_cuda_spmm(bsk_context *ctx, bsk_op op, float alpha, const bsk_bsr *A, const bsk_dense *B,
+                                    float beta, bsk_dense *C)
+{
+    if (!bsk_cuda_state_get(ctx)) return BSK_ERR_OUT_OF_MEMORY;
+    const int fam = bsk__tune_lookup(ctx, op, A, B, C); /* the autotuner's pick for this case's class, if any */
+    if (fam != BSK__FAM_NONE) {
+        bsk_status s = spmm_family(ctx, fam, op, alpha, A, B, beta, C);
+        if (s != BSK_ERR_UNSUPPORTED) return s;
+    }
+    return spmm_default(ctx, op, alpha, A, B, beta, C);
+}
+
+/* The autotuner's timing (bsk_tune_spmm, src/core/tune.c): the default dispatch (slot 0) and every family on a
+   scratch copy of C — one warm-up run, then `iters` runs each between two events, median — then the fastest family
+   once on C itself, so C ends as one bsk_spmm call leaves it. */
+extern "C" bsk_status bsk_cuda_tune_spmm(bsk_context *ctx, bsk_op op, float alpha, const bsk_bsr *A, const bsk_dense *B,
+                                         float beta, bsk_dense *C, int iters, int *best, bsk_tune_result *r)
+{
+    if (!bsk_cuda_state_get(ctx)) return BSK_ERR_OUT_OF_MEMORY;
+    cudaStream_t stream = (cudaStream_t)ctx->stream;
+    const size_t bytes = (size_t)C->rows * (size_t)C->ld * bsk_dtype_size(C->dtype);
+    bsk_dense S = *C;
+    float *v = (float *)malloc(sizeof(float) * (size_t)iters);
+    cudaEvent_t e0 = NULL, e1 = NULL;
+    bsk_status s = v ? BSK_SUCCESS : BSK_ERR_OUT_OF_MEMORY;
+    if (!s && (cudaMalloc(&S.data, bytes ? bytes : 1) != cudaSuccess)) {
+        (void)cudaGetLastError();
+        S.data = NULL;
+        s = BSK_ERR_OUT_OF_MEMORY;
+    }
+    if (!s && (cudaEventCreate(&e0) != cudaSuccess || cudaEventCreate(&e1) != cudaSuccess ||
+               cudaMemcpyAsync(S.data, C->data, bytes, cudaMemcpyDeviceToDevice, stream) != cudaSuccess))
+        s = BSK_ERR_CUDA;
+    double ms[BSK__FAM_COUNT];
+    const char *names[BSK__FAM_COUNT] = {NULL, NULL, NULL, NULL, NULL};
+    for (int f = 0; f < BSK__FAM_COUNT && !s; f++) {
+        ms[f] = INFINITY;
+        bsk_status t = f ? spmm_family(ctx, f, op, alpha, A, B, beta, &S) : spmm_default(ctx, op, alpha, A, B, beta, &S);
+        if (t == BSK_ERR_UNSUPPORTED && f) continue;
+        if ((s = t)) break;
+        names[f] = ctx->last_kernel;
+        for (int i = 0; i < iters && !s; i++) {
+            if (cudaEventRecord(e0, stream) != cudaSuccess) { s = BSK_ERR_CUDA; break; }
+            s = f ? spmm_family(ctx, f, op, alpha, A, B, beta, &S) : spmm_default(ctx, op, alpha, A, B, beta, &S);
+            if (!s && (cudaEventRecord(e1, stream) != cudaSuccess || cudaEventSynchronize(e1) != cudaSuccess ||
+                       cudaEventElapsedTime(&v[i], e0, e1) != cudaSuccess))
+                s = BSK_ERR_CUDA;
+        }
+        if (s) break;
+        for (int i = 1; i < iters; i++) /* insertion sort: iters <= 1000 */
+            for (int j = i; j > 0 && v[j] < v[j - 1]; j--) { float x = v[j]; v[j] = v[j - 1]; v[j - 1] = x; }
+        ms[f] = iters % 2 ? v[iters / 2] : 0.5 * ((double)v[iters / 2 - 1] + (double)v[iters / 2]);
+    }
+    int win = BSK__FAM_NONE;
+    for (int f = 1; f < BSK__FAM_COUNT && !s; f++)
+        if (names[f] && (win == BSK__FAM_NONE || ms[f] < ms[win])) win = f;
+    if (!s && win == BSK__FAM_NONE) s = BSK_ERR_INTERNAL; /* the default ran, so some family must have */
+    if (!s) s = spmm_family(ctx, win, op, alpha, A, B, beta, C);
+    if (!s) {
+        *best = win;
+        snprintf(r->kernel, sizeof r->kernel, "%s", names[win]);
+        r->ms = ms[win];
+        snprintf(r->default_kernel, sizeof r->default_kernel, "%s", names[0]);
+        r->default_ms = ms[0];
+    }
+    if (e0) cudaEventDestroy(e0);
+    if (e1) cudaEventDestroy(e1);
+    if (S.data) cudaFree(S.data);
+    free(v);
+    if (s == BSK_ERR_CUDA) (void)cudaGetLastError();
+    return s;
 }
 
 extern "C" bsk_status bsk_cuda_sddmm(bsk_context *ctx, float alpha, const bsk_dense *X, const bsk_dense *Y,

@@ -30,6 +30,12 @@ bsk_status bsk_cuda_spmm(bsk_context *ctx, bsk_op op, float alpha, const bsk_bsr
     (void)ctx; (void)op; (void)alpha; (void)A; (void)B; (void)beta; (void)C;
     return BSK_ERR_NO_DEVICE;
 }
+bsk_status bsk_cuda_tune_spmm(bsk_context *ctx, bsk_op op, float alpha, const bsk_bsr *A, const bsk_dense *B,
+                              float beta, bsk_dense *C, int iters, int *best, bsk_tune_result *result)
+{
+    (void)ctx; (void)op; (void)alpha; (void)A; (void)B; (void)beta; (void)C; (void)iters; (void)best; (void)result;
+    return BSK_ERR_NO_DEVICE;
+}
 bsk_status bsk_cuda_sddmm(bsk_context *ctx, float alpha, const bsk_dense *X, const bsk_dense *Y, float beta,
                           bsk_bsr *out)
 {

@@ -169,7 +169,8 @@ bsk_status bsk_hopper_spmm_small(bsk_context *ctx, bsk_op op, float alpha, const
     if (C->rows == 0 || C->cols == 0) return BSK_SUCCESS;
     const double cells = (double)bsk_bsr_mb(A) * (double)bsk_bsr_nb(A);
     const double density = cells > 0 ? (double)A->nnzb / cells : 0.0;
-    if (!bsk__hopper_small_tune.force && density < (b == 32 ? MIN_DENSITY_B32 : MIN_DENSITY_B16)) return BSK_ERR_UNSUPPORTED;
+    if (!bsk__hopper_small_tune.force && !ctx->spmm_forced && density < (b == 32 ? MIN_DENSITY_B32 : MIN_DENSITY_B16))
+        return BSK_ERR_UNSUPPORTED; /* ctx->spmm_forced: the autotuner measured this family fastest for the case */
     const int bf = A->dtype == BSK_BF16;
     const char *name = b == 32 ? "hopper-wgmma-b32s" : "hopper-wgmma-b16s";
     if (b == 32) {
