@@ -328,7 +328,7 @@ BSK_API bsk_status bsk_sddmm(bsk_context *ctx, float alpha, const bsk_dense *X, 
 
    bsk_tune_spmm: runs every family that takes the case, on the context's stream (one warm-up run, then `iters`
    timed runs with CUDA events, median, L2 not flushed), records the fastest in the table (replacing the class's
-   earlier entry) and leaves C = alpha·op(A)·B + beta·C as one bsk_spmm call would (the timed runs write a scratch
+   earlier entry; the default's family stays unless another is more than 2 % faster) and leaves C = alpha·op(A)·B + beta·C as one bsk_spmm call would (the timed runs write a scratch
    copy of C). It synchronises the host: tune first, then capture graphs. result (may be NULL) receives the
    winner's family and kernel name, its median time and that of the default dispatch. Host operands: one CPU
    kernel, nothing to tune: runs bsk_spmm, records nothing, result->family "cpu". Errors as bsk_spmm (nothing
