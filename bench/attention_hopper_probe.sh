@@ -6,15 +6,16 @@
 # (power), so each variant is also timed first, twice, and the first-position figures are compared), SM clock
 # and power sampled during the benchmark, compute-sanitizer memcheck on the short Hopper tests, optionally ncu
 # on the dense D=128 config; a summary last. Logs and JSON in $OUT.
-# Variants (attention_hopper.cu): 4 default (D=128 XB|LR|SPLIT, D=64 XB), 5 the alternative (D=128 XB|LR,
-# D=64 XB|SPLIT), 7 the session-3 kernel (no option).
+# Variants: 4 = the default, 5 / 7 / 8 = the A/B builds listed at the top of attention_hopper.cu (per head dim).
 # Usage (device machine, repo root): bench/attention_hopper_probe.sh [extra bsk attention args...]
 #   ATTN_BUILD=dir (default build-attnh); ATTN_SAN=0 skips memcheck; ATTN_BENCH=0 skips the benchmark;
 #   ATTN_NCU=1 adds ncu (SpeedOfLight, WarpStateStats, ComputeWorkloadAnalysis, tensor pipe) on the dense
 #   non-causal config of head dim ATTN_NCU_DIM (128), variants ATTN_NCU_VARIANTS (4 5 7); ATTN_REPS / ATTN_VARIANTS / ATTN_ITERS shape the benchmark loop; ATTN_ALT=1 reverses
 #   the variant order on every other rep (clocks drift: each variant first and last once); ATTN_TESTS is the test
 #   filter (default attn), ATTN_SAN_FILTER memcheck's (default gpu_attn_hopper_long); ATTN_CHECK128="args" adds one
-#   `bsk attention --dims 128 --variant 4 --compare args` invocation after the loop (a D=128 check).
+#   `bsk attention --dims 128 --variant 4 --compare args` invocation after the loop (a D=128 check); ATTN_NCU=xu runs
+#   only the short XU / tensor / issue metric pass; a variant written "8s" in ATTN_VARIANTS runs variant 8 with
+#   BSK_ATTN_SKIPQ=1 set (a timing-only build, when attention_hopper.cu has one).
 set -o pipefail
 B=${ATTN_BUILD:-build-attnh}
 OUT=${OUT:-/tmp/attn_out}
@@ -26,7 +27,7 @@ make BUILD=$B JOBS=16 GENCODE_PORTABLE='-gencode arch=compute_90a,code=sm_90a' a
 echo "build: $(( $(date +%s) - t0 )) s"
 CUOBJ=$(command -v cuobjdump || echo /usr/local/cuda/bin/cuobjdump)
 "$CUOBJ" --dump-sass $B/src/cuda/hopper/attention_hopper.o > "$OUT/sass.txt" 2>/dev/null
-res_sass=$(awk '/Function :/{f=$3} /HGMMA/{n[f]++} /LDL|STL/{s[f]++} END{for (k in n) printf "%s HGMMA=%d LDL/STL=%d; ", substr(k,36,14), n[k], s[k]}' "$OUT/sass.txt")
+res_sass=$(awk '/Function :/{f=$3; if (match(f,/ILi[0-9]+ELi[0-9]+ELi[0-9]+ELi[0-9]+E/)) f=substr(f,RSTART,RLENGTH)} /HGMMA/{n[f]++} /LDL|STL/{s[f]++} /MUFU.EX2/{x[f]++} /FADD.RM/{r[f]++} /^ +\/\*[0-9a-f]+\*\//{i[f]++} END{for (k in n) printf "\n  %s HGMMA=%d LDL/STL=%d MUFU.EX2=%d FADD.RM=%d inst=%d; ", k, n[k], s[k], x[k], r[k], i[k]}' "$OUT/sass.txt")
 res_sass="$res_sass C7520 in the build log: $(grep -c C7520 "$OUT/build.log")"
 res_tests="not run"; res_mem="not run"; res_bench="not run"
 timeout ${ATTN_TEST_TIMEOUT:-90} $B/bin/bsk_tests ${ATTN_TESTS:-attn} > "$OUT/tests.log" 2>&1
@@ -49,7 +50,9 @@ if [ "${ATTN_BENCH:-1}" = 1 ] && [ $hung = 0 ]; then
         [ "${ATTN_ALT:-0}" = 1 ] && [ $((nrep % 2)) = 0 ] && vs=$(echo $vs | tr ' ' '\n' | tac | tr '\n' ' ')
         for v in $vs; do
             echo "#### rep $rep variant $v first" >> "$OUT/bench.log"
-            timeout ${ATTN_BENCH_TIMEOUT:-60} $B/bin/bsk attention --variant $v --compare --iters ${ATTN_ITERS:-10} \
+            # a variant written "8s": variant 8 with BSK_ATTN_SKIPQ=1 (attention_hopper.cu: a timing-only build, if present)
+            skip=; case $v in *s) skip=1;; esac
+            BSK_ATTN_SKIPQ=$skip timeout ${ATTN_BENCH_TIMEOUT:-60} $B/bin/bsk attention --variant ${v%s} --compare --iters ${ATTN_ITERS:-10} \
                 --json "$OUT/attention_hopper_v$v.json" "$@" >> "$OUT/bench.log" 2>&1
             res_bench="$res_bench $?"
         done
@@ -69,8 +72,8 @@ if [ "${ATTN_SAN:-1}" != 0 ] && [ $hung = 0 ]; then
     res_mem="rc=$rc $(grep 'ERROR SUMMARY' "$OUT/memcheck.log" | tail -1) $(grep -c '^ok ' "$OUT/memcheck.log") ok"
     echo "sanitizer: $(( $(date +%s) - t0 )) s"
 fi
-if [ "${ATTN_NCU:-0}" = 1 ] && [ $hung = 0 ]; then
-    for v in ${ATTN_NCU_VARIANTS:-4 5 7}; do
+if [ "${ATTN_NCU:-0}" != 0 ] && [ $hung = 0 ]; then
+    [ "${ATTN_NCU}" = xu ] || for v in ${ATTN_NCU_VARIANTS:-4 5 7}; do
         timeout 60 ncu --clock-control none -k regex:attn_hopper --launch-count 1 --section SpeedOfLight --section WarpStateStats \
             --section ComputeWorkloadAnalysis \
             --metrics sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_elapsed,smsp__issue_active.avg.pct_of_peak_sustained_elapsed,lts__t_sectors.avg.pct_of_peak_sustained_elapsed,sm__cycles_elapsed.avg.per_second \

@@ -18,12 +18,14 @@ using namespace bsk_hopper;
    D=128: default XB | LR | SPLIT | OV | DT (session 4: +7 % dense over XB | LR | SPLIT, ahead of cuDNN in the same
    round-robin); 5 = the session-3 default XB | LR | SPLIT, 7 = default + TR, 8 = default + NP.
    D=64: default XB (OV, DT, LR and PB measured equal or slower in session 4; PS, S_{t+1} issued before the
-   softmax of S_t, -3 % dense in session 6, commit 0249890); 5 = XB | TR, 7 = XB | NP, 8 = XB | TR | NP. */
+   softmax of S_t, -3 % dense in session 6, commit 0249890; TR, NP: -1 %, -0.4 %); 5 = XB | EP(4), 7 = XB | EP(8),
+   8 = XB | EP(6): 1/4, 1/2, 3/8 of the exponentials on the FMA pipe — measured -6 / -13 / -8 % (session 6,
+   helper 2: the polynomial's issue slots cost more than the MUFU time they save), kept for A/B only. */
 static const int ATTN_DEFAULT_128 = ATTN_XB | ATTN_LR | ATTN_SPLIT | ATTN_OV | ATTN_DT;
 static const int ATTN_V5_128 = ATTN_XB | ATTN_LR | ATTN_SPLIT, ATTN_V7_128 = ATTN_DEFAULT_128 | ATTN_TR,
                  ATTN_V8_128 = ATTN_DEFAULT_128 | ATTN_NP;
 static const int ATTN_DEFAULT_64 = ATTN_XB;
-static const int ATTN_V5_64 = ATTN_XB | ATTN_TR, ATTN_V7_64 = ATTN_XB | ATTN_NP, ATTN_V8_64 = ATTN_XB | ATTN_TR | ATTN_NP;
+static const int ATTN_V5_64 = ATTN_XB | ATTN_EP(4), ATTN_V7_64 = ATTN_XB | ATTN_EP(8), ATTN_V8_64 = ATTN_XB | ATTN_EP(6);
 
 /* A strided attention tensor as the 4-D TMA view (dim, seq, head, batch), boxes of 64 x box_rows x 1 x 1
    (128 bytes wide: the 128-byte swizzle's limit), zero-filled outside. A dimension of extent 1 whose stride

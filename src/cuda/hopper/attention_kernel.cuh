@@ -121,6 +121,23 @@ __device__ __forceinline__ float attn_exp2(float x)
     return y;
 }
 
+/* 2^x on the FMA / ALU pipes instead of MUFU (ATTN_EP, FA4's trick): x = j + f with j = floor(x) (an FADD rounding
+   down against 1.5 * 2^23 leaves j in the low bits of t), 2^f on [0, 1) as a degree-3 polynomial with p(0) = 1
+   exactly (minimax relative error 8.6e-5 in float32, far below P's 16-bit rounding, 2^-9), and j added into the
+   exponent field (t's bits << 23 is j << 23 mod 2^32). x is clamped to -127 first: -inf (masked keys, rows with
+   nothing visible) gives j = -127, f = 0, p = 1 and the bits 0: exactly +0, as ex2.approx.ftz. A NaN x also
+   gives 0 here (ex2: NaN); the scores of masked keys are replaced by -inf before, so NaN in K or V past kv_len
+   never reaches it. Any x <= 127 works (LR's arguments go up to +8). 8 instructions, no MUFU. */
+__device__ __forceinline__ float attn_exp2_poly(float x)
+{
+    x = fmaxf(x, -127.0f);
+    const float t = __fadd_rd(x, 12582912.0f);
+    const float f = x - (t - 12582912.0f); /* [0, 1); both subtractions exact */
+    float q = fmaf(fmaf(0.07706717401742935f, f, 0.22764484584331512f), f, 0.6951168179512024f);
+    q = fmaf(q, f, 1.0f);
+    return __int_as_float(__float_as_int(q) + (__float_as_int(t) << 23));
+}
+
 /* Kernel options (template flags; bsk__attn_variant picks them, attention_hopper.cu):
    ATTN_XB — the ping-pong runs on across items: each warpgroup's slot ends by opening the other's turn, WG2's
              last slot of an item included, so WG1 issues the next item's S_0 while WG2 is still in its epilogue
@@ -143,8 +160,18 @@ __device__ __forceinline__ float attn_exp2(float x)
              instead of one dependent chain of 16 per row: at D=64 ncu reports dependency waits as the largest
              stall, and the max chain sits before the first exponential;
    ATTN_NP — no ping-pong: the consumer warpgroups issue their GEMMs whenever their data is there (the tensor
-             pipe interleaves them), no named-barrier turns. */
+             pipe interleaves them), no named-barrier turns;
+   ATTN_EP(k) — k of every 16 exponentials of the softmax (k of the 16 column pairs of each row of the thread's
+             S fragment, spread evenly) on the FMA pipe (attn_exp2_poly) instead of MUFU.EX2. Measured at D=64
+             (H100, session 6 helper 2): k = 4 / 6 / 8 -6 / -8 / -13 % dense — the tile period is the tensor time
+             plus the larger of the softmax's MUFU time and its issue time, which are nearly equal at D=64, so
+             ~7 more issue slots per exponential cost more than 8 MUFU cycles saved (a build that simply skipped
+             k = 4 of them was +10 %). A/B builds only. */
 constexpr int ATTN_XB = 1, ATTN_LR = 2, ATTN_SPLIT = 4, ATTN_OV = 8, ATTN_DT = 16, ATTN_TR = 32, ATTN_NP = 64;
+constexpr int ATTN_EP(int k) { return k << 8; } /* k in 0..16 */
+constexpr int attn_ep_of(int opt) { return (opt >> 8) & 31; }
+/* column pair n (0..15) of a row takes the polynomial under EP k: k of the 16, evenly spread */
+constexpr bool attn_ep_col(int opt, int n) { return (n + 1) * attn_ep_of(opt) / 16 != n * attn_ep_of(opt) / 16; }
 constexpr float ATTN_LR_TH = 8.0f;
 
 template <int DT, int D, int STAGES, int OPT>
@@ -431,8 +458,16 @@ __global__ void __launch_bounds__(384, 1)
                 float rs4[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
                 for (int n = 0; n < 16; ++n) {
-                    const float p0 = attn_exp2(fmaf(sa[4 * n + 2 * rr], p.scale_log2, -muse));
-                    const float p1 = attn_exp2(fmaf(sa[4 * n + 2 * rr + 1], p.scale_log2, -muse));
+                    float p0, p1;
+                    if (!attn_ep_col(OPT, n)) { /* (this order keeps the non-EP builds' PTX as before EP) */
+                        p0 = attn_exp2(fmaf(sa[4 * n + 2 * rr], p.scale_log2, -muse));
+                        p1 = attn_exp2(fmaf(sa[4 * n + 2 * rr + 1], p.scale_log2, -muse));
+                    } else {
+                        const float x0 = fmaf(sa[4 * n + 2 * rr], p.scale_log2, -muse);
+                        const float x1 = fmaf(sa[4 * n + 2 * rr + 1], p.scale_log2, -muse);
+                        p0 = attn_exp2_poly(x0);
+                        p1 = attn_exp2_poly(x1);
+                    }
                     sa[4 * n + 2 * rr] = p0;
                     sa[4 * n + 2 * rr + 1] = p1;
                     rs4[(OPT & ATTN_TR) ? (n & 3) : 0] += p0 + p1;
