@@ -200,7 +200,7 @@ static void print_prof(spmm_arg *sa)
 
 int main(int argc, char **argv)
 {
-    int quick = 0, variants = 0, cf32 = 0, ncu = 0, d1 = 0, ring4 = 0, bands = 0, prof = 0;
+    int quick = 0, variants = 0, cf32 = 0, ncu = 0, d1 = 0, ring4 = 0, bands = 0, prof = 0, skew = 0, tall = 0, fin = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) quick = 1;
         else if (!strcmp(argv[i], "--variants")) variants = 1;
@@ -209,6 +209,10 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--d1")) d1 = 1;
         else if (!strcmp(argv[i], "--prof")) prof = 1; /* cycle accounting (needs a -DBSK_HOPPER_PROF build) */
         else if (!strcmp(argv[i], "--bands")) bands = 1; /* the band L2 budget (8 / 16 / 32 MB) and L2 hints */
+        else if (!strcmp(argv[i], "--skew")) skew = 1; /* b128 skewed vs uniform: the long-row split, orders */
+        else if (!strcmp(argv[i], "--tall")) tall = 1; /* few long rows (small M, large K): the split's other case */
+        else if (!strcmp(argv[i], "--nodefault")) quick = 2; /* only the sets asked for */
+        else if (!strcmp(argv[i], "--final")) fin = 1; /* b128 uniform / skewed defaults, few-rows shapes split / not */
         else if (!strcmp(argv[i], "--ring4")) ring4 = 1; /* 4 ring stages + two store rounds vs 3 + one */   /* add the full pattern (d = 1): the kernel as a dense GEMM */
         else if (!strcmp(argv[i], "--size") && i + 1 < argc) M_ = N_ = K_ = atoll(argv[++i]);
         else if (!strcmp(argv[i], "--iters") && i + 1 < argc) ITERS = atoi(argv[++i]);
@@ -278,12 +282,17 @@ int main(int argc, char **argv)
         int b64m, pf, maxc; /* tune: b64_mode, pf (lead in stages, -1 off), max_ctas */
         int clacq, l2h;     /* tune: cl_acq, l2hint */
         int r4;             /* tune: ring4 */
+        int split;          /* tune: split (0 default, -1 off, -2 auto, > 0 L) */
+        int tg;             /* tune: tgroup (N tiles per tile group, 0 default) */
+        int seed;           /* pattern seed (0: 1000 + the index of (b, d, pattern) in the default list, so
+                               that variants of one case run on the same pattern) */
+        int64_t m, n, k;    /* another shape than M_ = N_ = K_ (its own cuBLAS baseline) */
     } cfg;
     cfg cfgs[64];
     int nc = 0;
 #define ADD(...) (cfgs[nc++] = (cfg){__VA_ARGS__})
     const double ds[3] = {0.10, 0.25, 0.50};
-    if (!ncu)
+    if (!ncu && quick != 2)
         for (int bi = 0; bi < 2; bi++)
             for (int di = 0; di < 3; di++)
                 for (int sk = 0; sk < 2; sk++) {
@@ -338,11 +347,70 @@ int main(int argc, char **argv)
         ADD(.b = 64, .d = 1.0, .tag = "full pattern");
         if (ncu) ADD(.b = 128, .d = 1.0, .tag = "ncu full pattern");
     }
+    if (skew && !ncu) { /* session 6: skewed b128 against uniform: tile groups, the long-row split */
+        ADD(.b = 128, .d = 0.10, .tag = "uniform default");
+        ADD(.b = 128, .d = 0.10, .tg = 8, .tag = "uniform tg 8");
+        ADD(.b = 128, .d = 0.10, .skew = 1, .tag = "default");
+        ADD(.b = 128, .d = 0.10, .skew = 1, .tg = 4, .tag = "tg 4");
+        ADD(.b = 128, .d = 0.10, .skew = 1, .tg = 8, .tag = "tg 8");
+        ADD(.b = 128, .d = 0.10, .skew = 1, .tg = 16, .tag = "tg 16");
+        ADD(.b = 128, .d = 0.10, .skew = 1, .tg = 4, .split = 16, .tag = "tg 4 split 16");
+        ADD(.b = 128, .d = 0.10, .skew = 1, .tg = 8, .split = 16, .tag = "tg 8 split 16");
+        ADD(.b = 128, .d = 0.10, .skew = 1, .tg = 8, .split = 8, .tag = "tg 8 split 8");
+        ADD(.b = 128, .d = 0.10, .skew = 1, .tg = 16, .split = 16, .tag = "tg 16 split 16");
+        ADD(.b = 128, .d = 0.10, .skew = 1, .split = 16, .tag = "split 16");
+        ADD(.b = 128, .d = 0.10, .skew = 1, .tag = "default (repeat)");
+        ADD(.b = 128, .d = 0.10, .skew = 1, .seed = 2001, .tag = "seed 2001 default");
+        ADD(.b = 128, .d = 0.10, .skew = 1, .seed = 2001, .tg = 8, .tag = "seed 2001 tg 8");
+        ADD(.b = 128, .d = 0.10, .skew = 1, .seed = 2001, .tg = 8, .split = 16, .tag = "seed 2001 tg 8 split 16");
+        for (int di = 1; di < 3; di++) {
+            ADD(.b = 128, .d = ds[di], .tag = "uniform default");
+            ADD(.b = 128, .d = ds[di], .tg = 8, .tag = "uniform tg 8");
+            ADD(.b = 128, .d = ds[di], .skew = 1, .tag = "default");
+            ADD(.b = 128, .d = ds[di], .skew = 1, .tg = 8, .tag = "tg 8");
+            ADD(.b = 128, .d = ds[di], .skew = 1, .tg = 4, .tag = "tg 4");
+            ADD(.b = 128, .d = ds[di], .skew = 1, .tg = 8, .split = di == 1 ? 16 : 32, .tag = "tg 8 split 16/32");
+        }
+    }
+    if (skew && ncu) { /* one call each under ncu: DRAM bytes and L2 hit rate, skewed vs uniform */
+        ADD(.b = 128, .d = 0.10, .tag = "ncu uniform");
+        ADD(.b = 128, .d = 0.10, .skew = 1, .tag = "ncu skewed default");
+        ADD(.b = 128, .d = 0.10, .skew = 1, .tg = 8, .tag = "ncu skewed tg 8");
+        ADD(.b = 128, .d = 0.10, .skew = 1, .tg = 8, .split = 16, .tag = "ncu skewed tg 8 split 16");
+        ADD(.b = 128, .d = 0.25, .skew = 1, .tag = "ncu skewed default");
+        ADD(.b = 128, .d = 0.25, .skew = 1, .tg = 8, .tag = "ncu skewed tg 8");
+    }
+    if (fin) { /* the defaults: b128 uniform and skewed, and few-rows shapes with the default (automatic) split and without */
+        for (int di = 0; di < 3; di++) {
+            ADD(.b = 128, .d = ds[di], .tag = "default");
+            ADD(.b = 128, .d = ds[di], .skew = 1, .tag = "default");
+        }
+        const int64_t sh[4][3] = {{512, 512, 32768}, {256, 4096, 16384}, {1024, 1024, 16384}, {2048, 2048, 8192}};
+        const double sd[4] = {0.5, 1.0, 0.25, 0.5};
+        for (int q = 0; q < 4; q++) {
+            ADD(.b = 128, .d = sd[q], .m = sh[q][0], .n = sh[q][1], .k = sh[q][2], .split = -1, .tag = "split off");
+            ADD(.b = 128, .d = sd[q], .m = sh[q][0], .n = sh[q][1], .k = sh[q][2], .tag = "default");
+        }
+        ADD(.b = 128, .d = 1.0, .m = 256, .n = 4096, .k = 16384, .bf = 1, .tag = "default");
+        ADD(.b = 128, .d = 1.0, .m = 256, .n = 4096, .k = 16384, .c32 = 1, .split = -1, .tag = "C fp32 split off");
+        ADD(.b = 128, .d = 1.0, .m = 256, .n = 4096, .k = 16384, .c32 = 1, .tag = "C fp32 default");
+    }
+    if (tall) { /* few long rows: without the split the items do not fill the GPU */
+        const int64_t sh[3][3] = {{512, 512, 32768}, {256, 4096, 16384}, {2048, 2048, 8192}};
+        const double sd[3] = {0.5, 1.0, 0.5};
+        for (int q = 0; q < 3; q++) {
+            ADD(.b = 128, .d = sd[q], .m = sh[q][0], .n = sh[q][1], .k = sh[q][2], .split = -1, .tag = "tall split off");
+            ADD(.b = 128, .d = sd[q], .m = sh[q][0], .n = sh[q][1], .k = sh[q][2], .split = -2, .tag = "tall split auto");
+            ADD(.b = 128, .d = sd[q], .m = sh[q][0], .n = sh[q][1], .k = sh[q][2], .split = 16, .tag = "tall split L 16");
+            if (q < 2)
+                ADD(.b = 128, .d = sd[q], .m = sh[q][0], .n = sh[q][1], .k = sh[q][2], .split = 32, .tag = "tall split L 32");
+        }
+    }
     if (cf32) {
         ADD(.b = 128, .d = 0.10, .c32 = 1, .tag = "C fp32");
         ADD(.b = 128, .d = 0.50, .c32 = 1, .tag = "C fp32");
     }
-    if (ncu) { /* one call each, under the profiler */
+    if (ncu && !skew) { /* one call each, under the profiler */
         ADD(.b = 128, .d = 0.50, .tag = "ncu");
         ADD(.b = 128, .d = 0.10, .tag = "ncu");
         ADD(.b = 64, .d = 0.50, .tag = "ncu");
@@ -351,10 +419,35 @@ int main(int argc, char **argv)
     }
 #undef ADD
 
-    char table[64][200];
+    char table[64][240];
     int nt = 0;
+    const int64_t M0 = M_, N0 = N_, K0 = K_;
+    int64_t shp[3] = {M0, N0, K0};
+    double shp_tf[2] = {dense_tf[0], dense_tf[1]};
     for (int ci = 0; ci < nc; ci++) {
         cfg c = cfgs[ci];
+        /* another shape: its own cuBLAS baseline (fp16 and bf16, C in the input dtype), measured once per shape */
+        M_ = c.m ? c.m : M0;
+        N_ = c.m ? c.n : N0;
+        K_ = c.m ? c.k : K0;
+        if (M_ * K_ > (int64_t)nAK || K_ * N_ > (int64_t)nKN || M_ * N_ > (int64_t)nMN) continue;
+        if (!ncu && (shp[0] != M_ || shp[1] != N_ || shp[2] != K_)) {
+            shp[0] = M_;
+            shp[1] = N_;
+            shp[2] = K_;
+            for (int bf = 0; bf < 2; bf++) {
+                fill_rand16(hbuf, (size_t)(M_ * K_), bf);
+                CK(cudaMemcpy(dA, hbuf, (size_t)(M_ * K_) * 2, cudaMemcpyHostToDevice));
+                gemm_arg g = {h, bf ? CUDA_R_16BF : CUDA_R_16F, bf ? CUDA_R_16BF : CUDA_R_16F, dA, dB[bf], dC,
+                              CUBLAS_COMPUTE_32F};
+                double mn, ms = time_it(run_gemm, &g, &mn);
+                shp_tf[bf] = c.m ? 2.0 * M_ * N_ * K_ / (ms * 1e-3) * 1e-12 : dense_tf[bf];
+                printf("cuBLAS GemmEx %s dense %lldx%lldx%lld: %.3f ms  %.1f TFLOPS\n", bf ? "bf16" : "fp16",
+                       (long long)M_, (long long)N_, (long long)K_, ms, shp_tf[bf]);
+            }
+            if (!c.m) shp_tf[0] = dense_tf[0], shp_tf[1] = dense_tf[1];
+        }
+        const size_t cAK = (size_t)(M_ * K_), cMN = (size_t)(M_ * N_);
         bsk__hopper_tune.b64_wgn = c.b64w;
         bsk__hopper_tune.band_mb = c.band;
         bsk__hopper_tune.no_pdl = c.nopdl;
@@ -368,9 +461,13 @@ int main(int argc, char **argv)
         bsk__hopper_tune.cl_acq = c.clacq;
         bsk__hopper_tune.l2hint = c.l2h;
         bsk__hopper_tune.ring4 = c.r4;
+        bsk__hopper_tune.split = c.split;
+        bsk__hopper_tune.tgroup = c.tg;
+        const int di_ = c.d == 0.10 ? 0 : c.d == 0.25 ? 1 : c.d == 0.50 ? 2 : 3;
+        const uint64_t seed = c.seed ? (uint64_t)c.seed : (uint64_t)(1000 + (c.b == 64) * 6 + di_ * 2 + c.skew);
         bsk_dtype dt = c.bf ? BSK_BF16 : BSK_F16, ct = c.c32 ? BSK_F32 : dt;
         bsk_bsr hA, A;
-        CS(bsk_bsr_random(M_, K_, c.b, c.b, c.d, c.skew ? BSK_PATTERN_SKEWED : BSK_PATTERN_UNIFORM, 1000 + ci, dt, &hA));
+        CS(bsk_bsr_random(M_, K_, c.b, c.b, c.d, c.skew ? BSK_PATTERN_SKEWED : BSK_PATTERN_UNIFORM, seed, dt, &hA));
         bsk_bsr_stats st;
         CS(bsk_bsr_stats_get(&hA, &st));
         CS(bsk_bsr_clone(&hA, BSK_MEM_DEVICE, &A));
@@ -379,27 +476,27 @@ int main(int argc, char **argv)
         if (ncu) {
             run_spmm(&sa);
             CS(bsk_synchronize(ctx));
-            printf("ncu: b=%d d=%.2f %s %s kernel %s\n", c.b, c.d, c.skew ? "skewed" : "uniform", c.tag,
-                   bsk_last_kernel(ctx));
+            printf("ncu: b=%d d=%.2f %s %s kernel %s split L %d\n", c.b, c.d, c.skew ? "skewed" : "uniform", c.tag,
+                   bsk_last_kernel(ctx), bsk__hopper_tune.out_split_len);
             bsk_bsr_free(&A);
             bsk_bsr_free(&hA);
             continue;
         }
         /* correctness at full size: cuBLAS on the densified A (fp32 out) vs bsk */
-        CK(cudaMemset(dC, 0xff, nMN * 4)); /* NaN poison */
+        CK(cudaMemset(dC, 0xff, cMN * 4)); /* NaN poison */
         run_spmm(&sa);
         CS(bsk_synchronize(ctx));
         const char *kern = bsk_last_kernel(ctx);
         bsk_dense hD = {M_, K_, K_, dt, BSK_MEM_HOST, hbuf};
         CS(bsk_bsr_to_dense(&hA, &hD));
-        CK(cudaMemcpy(dA, hbuf, nAK * 2, cudaMemcpyHostToDevice));
+        CK(cudaMemcpy(dA, hbuf, cAK * 2, cudaMemcpyHostToDevice));
         gemm_arg g = {h, c.bf ? CUDA_R_16BF : CUDA_R_16F, CUDA_R_32F, dA, dB[c.bf], dRef, CUBLAS_COMPUTE_32F};
         run_gemm(&g);
         CK(cudaDeviceSynchronize());
-        CK(cudaMemcpy(hC32, dRef, nMN * 4, cudaMemcpyDeviceToHost));
-        CK(cudaMemcpy(hC16, dC, nMN * (c.c32 ? 4 : 2), cudaMemcpyDeviceToHost));
+        CK(cudaMemcpy(hC32, dRef, cMN * 4, cudaMemcpyDeviceToHost));
+        CK(cudaMemcpy(hC16, dC, cMN * (c.c32 ? 4 : 2), cudaMemcpyDeviceToHost));
         double num = 0, den = 0;
-        for (size_t i = 0; i < nMN; i++) {
+        for (size_t i = 0; i < cMN; i++) {
             double got = c.c32 ? (double)((float *)hC16)[i] : (double)(c.bf ? bf2f(hC16[i]) : h2f(hC16[i]));
             double r = hC32[i];
             num += (got - r) * (got - r);
@@ -409,11 +506,13 @@ int main(int argc, char **argv)
         double mn, ms = time_it(run_spmm, &sa, &mn);
         double flop = 2.0 * (double)A.nnzb * c.b * c.b * (double)N_;
         double tf = flop / (ms * 1e-3) * 1e-12;
-        double base = c.c32 ? dense_tf32 : dense_tf[c.bf];
-        snprintf(table[nt++], sizeof table[0], "%4d %5.2f %-7s %-4s %7lld %4lld %8.3f %8.3f %7.1f %6.3f %9.2e %-19s %s (grid %d, pf %d)",
+        double base = c.c32 ? dense_tf32 : c.m ? shp_tf[c.bf] : dense_tf[c.bf];
+        char shape[48] = "";
+        if (c.m) snprintf(shape, sizeof shape, " %lldx%lldx%lld", (long long)M_, (long long)N_, (long long)K_);
+        snprintf(table[nt++], sizeof table[0], "%4d %5.2f %-7s %-4s %7lld %4lld %8.3f %8.3f %7.1f %6.3f %9.2e %-19s %s%s (grid %d, pf %d, split L %d)",
                  c.b, c.d, c.skew ? "skewed" : "uniform", c.bf ? "bf16" : "fp16", (long long)A.nnzb, (long long)st.row_max,
-                 ms, mn, tf, tf / base, err, kern, c.tag, c.maxc ? c.maxc : bsk__hopper_tune.out_max_grid,
-                 bsk__hopper_tune.out_pf);
+                 ms, mn, tf, tf / base, err, kern, c.tag, shape, c.maxc ? c.maxc : bsk__hopper_tune.out_max_grid,
+                 bsk__hopper_tune.out_pf, bsk__hopper_tune.out_split_len);
         printf("%s\n", table[nt - 1]);
         if (prof) print_prof(&sa);
         fflush(stdout);

@@ -285,6 +285,154 @@ BSK_TEST(gpu_hopper_spmm_long_rows_prefetch)
     bsk_destroy(ctx);
 }
 
+/* The long-row split (BM = 128): rows of >= 2L blocks run as parts on different CTAs; the row's last part adds
+   the others' fp32 partials. Rows of chosen lengths (full, empty, exactly 2L, 2L - 1), M / N / K tails, fp16
+   and bf16 inputs, every output dtype, alpha and beta (the TMA-store and the direct epilogue), the 3-stage
+   configuration, one CTA and two (every other part stored before the last runs), tile groups (the queue's
+   order), a workspace budget so small that the prep kernel must lengthen the parts, a row past the 64-part cap,
+   op T, a skewed pattern, the automatic rule on a few-rows shape, and bitwise-equal repeats. Sizes are small:
+   the float64 reference is dense. */
+BSK_TEST(gpu_hopper_spmm_split)
+{
+    bsk_context *ctx = NULL;
+    const char *why = hopper_skip_reason(&ctx);
+    if (why) SKIP(why);
+    struct bsk_hopper_tune_s saved = bsk__hopper_tune;
+    bsk_rng *r = bsk_test_rng();
+    const int b = 128, L = 2;
+    /* rows: 0 full, 1 empty, 2 exactly 2L, 3 2L - 1 (not split), 4 (partial rows) half the columns */
+    const int64_t M = 4 * b + 19, K = 8 * b - 51, mb = (M + b - 1) / b, nb = (K + b - 1) / b;
+    uint8_t *mask = (uint8_t *)calloc((size_t)(mb * nb), 1);
+    for (int64_t j = 0; j < nb; j++) {
+        mask[0 * nb + j] = 1;
+        mask[2 * nb + j] = j < 2 * L;
+        mask[3 * nb + j] = j >= nb - (2 * L - 1);
+        mask[4 * nb + j] = bsk_rng_uniform(r) < 0.5;
+    }
+    bsk_bsr A[2];
+    for (int i = 0; i < 2; i++) {
+        bsk_dense D = bsk_test_dense(M, K, 0, i ? BSK_BF16 : BSK_F16, r);
+        REQUIRE_OK(bsk_bsr_from_mask(&D, b, b, mask, &A[i]));
+        bsk_test_dense_free(&D);
+    }
+    for (int v = 0; v < 8; v++) {
+        bsk__hopper_tune = saved;
+        bsk__hopper_tune.split = L;
+        bsk__hopper_tune.max_ctas = v == 1 ? 1 : v == 2 ? 2 : 0;
+        bsk__hopper_tune.ring4 = v == 3 ? 1 : 0;
+        bsk__hopper_tune.split_mb = v == 4 ? 1 : 0; /* 1 MB: few slots, the prep doubles L */
+        bsk__hopper_tune.tgroup = v == 6 ? 1 : v == 7 ? 2 : 0;
+        const bsk_bsr *Av = &A[v % 2];
+        /* v 4: at most 2 N tiles (the 1 MB budget then holds parts of a doubled L); v 5: N odd (direct epilogue);
+           v 6, 7: 3 to 5 N tiles in tile groups of 1 and 2 */
+        const int64_t N = v == 5 ? 2 * bsk_rng_int(r, 60, 160) + 1
+                                 : 8 * (v >= 6 ? bsk_rng_int(r, 65, 80) : bsk_rng_int(r, 16, 40));
+        const int64_t pad = N % 8 ? 8 - N % 8 : 8 * (v % 2);
+        const float alpha = 0.5f + (float)bsk_rng_uniform(r);
+        /* 16-bit C, beta 0 (TMA store unless N is odd), then fp32 or bf16 with beta (direct epilogue) */
+        run_device_case(t, ctx, Av, N, pad, pad, v % 2 ? BSK_BF16 : BSK_F16, alpha, 0.0f, 1);
+        if (bsk__hopper_tune.out_split_len <= 0) {
+            t->failed++;
+            fprintf(stderr, "  v=%d: no split (L %d)\n", v, bsk__hopper_tune.out_split_len);
+        }
+        run_device_case(t, ctx, Av, N, pad, pad + 8, v % 2 ? BSK_F32 : BSK_BF16, -alpha, bsk_rng_sym(r), 1);
+    }
+    bsk__hopper_tune = saved;
+    /* a row of 67 blocks with L = 1: 64 parts (the cap), and a grid of 3 CTAs */
+    {
+        const int64_t M1 = 100, K1 = 66 * b + 5, nb1 = (K1 + b - 1) / b;
+        uint8_t *m1 = (uint8_t *)malloc((size_t)nb1);
+        memset(m1, 1, (size_t)nb1);
+        bsk_dense D = bsk_test_dense(M1, K1, 0, BSK_F16, r);
+        bsk_bsr W;
+        REQUIRE_OK(bsk_bsr_from_mask(&D, b, b, m1, &W));
+        bsk__hopper_tune.split = 1;
+        run_device_case(t, ctx, &W, 136, 0, 0, BSK_F16, 1.0f, 0.0f, 1);
+        bsk__hopper_tune.max_ctas = 3;
+        run_device_case(t, ctx, &W, 136, 0, 0, BSK_F32, 0.5f, -1.0f, 1);
+        bsk__hopper_tune = saved;
+        bsk_bsr_free(&W);
+        bsk_test_dense_free(&D);
+        free(m1);
+    }
+    /* op T through the transpose index (units are A's block columns) */
+    for (int v = 0; v < 2; v++) {
+        bsk__hopper_tune.split = v ? 1 : 2;
+        bsk__hopper_tune.max_ctas = v ? 3 : 0;
+        bsk_bsr S = spmm_random_bsr(12 * b + 5, 4 * b, b, 0.5, BSK_PATTERN_SKEWED, v ? BSK_BF16 : BSK_F16);
+        run_device_case_op(t, ctx, BSK_OP_T, &S, 136, 0, 0, BSK_F32, 0.75f, -0.5f, 1);
+        run_device_case_op(t, ctx, BSK_OP_T, &S, 136, 0, 0, v ? BSK_BF16 : BSK_F16, 0.75f, 0.0f, 1);
+        bsk_bsr_free(&S);
+    }
+    bsk__hopper_tune = saved;
+    /* a skewed pattern: the automatic L, and L = 2 in tile groups of 1 */
+    {
+        bsk_bsr S = spmm_random_bsr(8 * b - 3, 8 * b, b, 0.4, BSK_PATTERN_SKEWED, BSK_F16);
+        for (int v = 0; v < 2; v++) {
+            bsk__hopper_tune.split = v ? 2 : -2;
+            bsk__hopper_tune.tgroup = v;
+            run_device_case(t, ctx, &S, v ? 392 : 136, 0, 0, BSK_F16, 1.0f, 0.0f, 1);
+            if (!v) run_device_case(t, ctx, &S, 136, 0, 0, BSK_F32, 1.0f, 0.25f, 1);
+        }
+        bsk_bsr_free(&S);
+    }
+    bsk__hopper_tune = saved;
+    /* the default (automatic) rule on one long row (48 blocks, 2 N tiles: 2 items for the whole grid): parts of
+       16 blocks (SPLIT_MIN_LEN); and none on a grid the items fill */
+    {
+        bsk_bsr T = spmm_random_bsr(b, 48 * b, b, 1.0, BSK_PATTERN_UNIFORM, BSK_BF16);
+        run_device_case(t, ctx, &T, 264, 0, 0, BSK_BF16, 1.0f, 0.0f, 1);
+        if (bsk__hopper_tune.out_split_len != 16) {
+            t->failed++;
+            fprintf(stderr, "  automatic split length %d, want 16\n", bsk__hopper_tune.out_split_len);
+        }
+        bsk__hopper_tune.max_ctas = 3;
+        run_device_case(t, ctx, &T, 264, 0, 0, BSK_F16, 1.0f, 0.0f, 1);
+        if (bsk__hopper_tune.out_split_len != 0) {
+            t->failed++;
+            fprintf(stderr, "  automatic split length %d on 3 CTAs, want 0\n", bsk__hopper_tune.out_split_len);
+        }
+        bsk__hopper_tune.max_ctas = 0;
+        run_device_case(t, ctx, &T, 264, 0, 0, BSK_F32, -1.0f, 1.0f, 1);
+        bsk_bsr_free(&T);
+    }
+    bsk__hopper_tune = saved;
+    /* determinism: the same split call three times gives the same bytes (whichever part finishes first) */
+    for (int v = 0; v < 2; v++) {
+        bsk__hopper_tune.split = 1;
+        bsk__hopper_tune.max_ctas = v ? 5 : 0;
+        bsk_dense B = bsk_test_dense(A[0].cols, 520, 0, A[0].dtype, r);
+        bsk_dense C = bsk_test_dense_poison(A[0].rows, 520, 0, v ? BSK_F16 : BSK_F32);
+        bsk_bsr dA;
+        memset(&dA, 0, sizeof dA);
+        bsk_dense dB = B, dC = C;
+        dB.mem = dC.mem = BSK_MEM_DEVICE;
+        dB.data = spmm_dev_copy(B.data, spmm_dense_bytes(&B));
+        dC.data = spmm_dev_copy(C.data, spmm_dense_bytes(&C));
+        void *h1 = malloc(spmm_dense_bytes(&C)), *h2 = malloc(spmm_dense_bytes(&C));
+        REQUIRE(dB.data && dC.data && h1 && h2);
+        REQUIRE_OK(bsk_bsr_clone(&A[0], BSK_MEM_DEVICE, &dA));
+        for (int rep = 0; rep < 3; rep++) {
+            CHECK_STATUS(bsk_spmm(ctx, BSK_OP_N, 1.0f, &dA, &dB, 0.0f, &dC), BSK_SUCCESS);
+            CHECK(cudaMemcpy(rep ? h2 : h1, dC.data, spmm_dense_bytes(&C), cudaMemcpyDeviceToHost) == cudaSuccess);
+            if (rep) CHECK(memcmp(h1, h2, spmm_dense_bytes(&C)) == 0);
+        }
+        CHECK(strncmp(bsk_last_kernel(ctx), "hopper-wgmma", 12) == 0);
+        free(h1);
+        free(h2);
+        cudaFree(dB.data);
+        cudaFree(dC.data);
+        bsk_bsr_free(&dA);
+        bsk_test_dense_free(&B);
+        bsk_test_dense_free(&C);
+    }
+    bsk__hopper_tune = saved;
+    bsk_bsr_free(&A[0]);
+    bsk_bsr_free(&A[1]);
+    free(mask);
+    bsk_destroy(ctx);
+}
+
 /* Malformed device indices (row_ptr past nnzb and decreasing, col_idx out of range) must not fault:
    the call succeeds (device indices are not validated) and the stream stays healthy. */
 BSK_TEST(gpu_hopper_spmm_malformed_indices_safe)
@@ -349,6 +497,12 @@ BSK_TEST(gpu_hopper_spmm_malformed_indices_safe)
     CHECK_STATUS(bsk_synchronize(ctx), BSK_SUCCESS);
     CHECK(cudaDeviceSynchronize() == cudaSuccess);
     bsk__hopper_tune.cluster = 2;
+    CHECK_STATUS(bsk_spmm(ctx, BSK_OP_N, 1.0f, &dA, &dB, 0.0f, &dC), BSK_SUCCESS);
+    CHECK_STATUS(bsk_synchronize(ctx), BSK_SUCCESS);
+    CHECK(cudaDeviceSynchronize() == cudaSuccess);
+    /* the long-row split over overlapping clamped rows (more blocks in all than nnzb: the prep lengthens the
+       parts until they fit the slots) */
+    bsk__hopper_tune.split = 1;
     CHECK_STATUS(bsk_spmm(ctx, BSK_OP_N, 1.0f, &dA, &dB, 0.0f, &dC), BSK_SUCCESS);
     CHECK_STATUS(bsk_synchronize(ctx), BSK_SUCCESS);
     CHECK(cudaDeviceSynchronize() == cudaSuccess);
@@ -483,4 +637,5 @@ BSK_TEST(gpu_hopper_spmm_dtypes_blocks) { SKIP("built without CUDA"); }
 BSK_TEST(gpu_hopper_spmm_op_t) { SKIP("built without CUDA"); }
 BSK_TEST(gpu_hopper_spmm_b64_modes) { SKIP("built without CUDA"); }
 BSK_TEST(gpu_hopper_spmm_long_rows_prefetch) { SKIP("built without CUDA"); }
+BSK_TEST(gpu_hopper_spmm_split) { SKIP("built without CUDA"); }
 #endif

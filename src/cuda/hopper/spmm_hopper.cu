@@ -23,6 +23,14 @@ static const int PF_STAGES_DEFAULT = 0; /* run 5: the prefetches double the L2 r
 /* TMA-store epilogue configurations: 4 ring stages with the C tile staged in two rounds (1), or 3 stages with
    the whole tile staged at once (0). Session 4 measures both (tune.ring4). */
 static const int RING4_DEFAULT = 1; /* session 4: b128 +4–7.5 %, paired b64 +2–3 % (same run) */
+/* Long-row split (BM = 128, no cluster): rows of >= 2L blocks run as parts of L .. 2L - 1 blocks on different
+   CTAs, combined through fp32 partial tiles in the workspace (at most SPLIT_MB_DEFAULT MB of them; L grows
+   until the parts fit). By default only where the whole rows leave most SMs idle (units x N tiles <= half the
+   grid), with parts of >= SPLIT_MIN_LEN blocks (session 6, H100: 256 x 4096 x 16384 E 0.40 -> 0.85, 512 x 512
+   x 32768 d .5 0.13 -> 0.41; at 8192^3 every split lost, L 8 up to -30 %: docs/hopper-spmm-notes.md). */
+static const int SPLIT_DEFAULT = 1;
+static const int SPLIT_MB_DEFAULT = 128;
+static const int SPLIT_MIN_LEN = 16;
 
 typedef Cfg<128, 256, 4, false> Cfg128;        /* tile 128 x 256, 48 KB stages, direct epilogue                */
 typedef Cfg<128, 256, 3, true> Cfg128t;        /* the same, 3 stages + 64 KB staging for the TMA-store epilogue */
@@ -91,44 +99,8 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, cons
     if (CF::TRANS && (s = bsk_cuda_tindex_get(ctx, A, &ti))) return s;
     const int32_t *units_ptr = CF::TRANS ? ti.t_ptr : A->row_ptr, *units_idx = CF::TRANS ? ti.t_row : A->col_idx;
 
-    void *ws = NULL;
-    if ((s = bsk_cuda_workspace(ctx, 256 + (size_t)mu * (sizeof(int4) + sizeof(int2)), &ws))) return s;
-    unsigned *counter = (unsigned *)ws;
-    int4 *sorted = (int4 *)((char *)ws + 256);
-    int2 *bandinfo = (int2 *)(sorted + mu);
-
-    /* Units per band: the A blocks of a band should stay in L2 while the band's N tiles go by. */
-    const int64_t band_budget = (int64_t)(bsk__hopper_tune.band_mb > 0 ? bsk__hopper_tune.band_mb : 16) << 20;
-    const int64_t unit_bytes = (A->nnzb / (mu ? mu : 1) + 1) * (int64_t)CF::BM * CF::BM * 2;
-    int64_t band = band_budget / unit_bytes;
-    if (band < 1) band = 1;
-    if (band > mu) band = mu;
-
-    SpmmParams p;
-    p.sorted = sorted;
-    p.bandinfo = bandinfo;
-    p.counter = counter;
-    p.col_idx = units_idx;
-    p.blk_idx = CF::TRANS ? ti.t_blk : NULL;
-    p.C = C->data;
-    p.ldc = C->ld;
-    p.ctype = (int)C->dtype;
-    p.alpha = alpha;
-    p.beta = beta;
-    p.M = (int)M;
-    p.N = (int)N;
-    p.nb = (int)nb;
-    p.nt = (int)nt;
-    p.total_items = (unsigned)(mu * nt);
-    p.pf = pf;
-    p.cl_acq = bsk__hopper_tune.cl_acq ? 1 : 0;
-    p.l2hint = bsk__hopper_tune.l2hint ? 1 : 0;
-    p.b_lbo = bsk__hopper_tune.bdesc_swap ? 1024u : 8192u;
-    p.b_sbo = bsk__hopper_tune.bdesc_swap ? 8192u : 1024u;
-    p.prof = (unsigned long long *)bsk__hopper_tune.prof_buf;
-
+    /* (before the cluster occupancy query, which needs the kernel's shared-memory limit raised) */
     if ((s = bsk_hopper_allow_smem(spmm_kernel<CF, DT>, CF::SMEM))) return s;
-
     int grid = st->sms;
     if (CF::CLUSTER > 1) {
         /* how many clusters fit at once (GPCs with an odd number of free SMs leave one out): asked once */
@@ -158,13 +130,89 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, cons
     }
     bsk__hopper_tune.out_max_grid = grid;
     if (bsk__hopper_tune.max_ctas > 0 && bsk__hopper_tune.max_ctas < grid) grid = bsk__hopper_tune.max_ctas;
-    if ((int64_t)grid > mu * nt * CF::CLUSTER) grid = (int)(mu * nt * CF::CLUSTER);
+
+    /* Long-row split: the part length L (rows of >= 2L blocks are split; 0: none). tune.split: 0 default,
+       -1 off, -2 the automatic rule, > 0 that L. Automatic (the default): only when the items of whole rows
+       (units x N tiles) fill at most half the grid; then L = the average row length over the parts per row that
+       would fill the grid, at least SPLIT_MIN_LEN. The slots (one fp32 tile per part and N tile) are bounded on
+       the host by nnzb / L parts and the workspace budget; the prep kernel doubles L if the pattern's parts do
+       not fit. */
+    int64_t L = 0, parts_cap = 0;
+    if (CF::CAN_SPLIT && A->nnzb > 0 && bsk__hopper_tune.split != -1) {
+        const int ts = bsk__hopper_tune.split;
+        if (ts > 0) L = ts;
+        else if ((ts == -2 || (ts == 0 && SPLIT_DEFAULT)) && 2 * mu * nt <= grid) {
+            const int64_t avg = (A->nnzb + mu - 1) / mu, want = (grid + mu * nt - 1) / (mu * nt);
+            L = (avg + want - 1) / want;
+            if (L < SPLIT_MIN_LEN) L = SPLIT_MIN_LEN;
+        }
+        if (L > 0) {
+            const int64_t mb_ = bsk__hopper_tune.split_mb > 0 ? bsk__hopper_tune.split_mb : SPLIT_MB_DEFAULT;
+            const int64_t per_part = nt * 2 * (int64_t)CF::SPLIT_F4 * 16; /* bytes of one part's tiles */
+            parts_cap = A->nnzb / L;
+            if (parts_cap > (mb_ << 20) / per_part) parts_cap = (mb_ << 20) / per_part;
+            if (parts_cap > (1 << 18)) parts_cap = 1 << 18;
+            if (parts_cap < 2) L = parts_cap = 0;
+        }
+    }
+    bsk__hopper_tune.out_split_len = (int)L;
+    /* units after the split: each part beyond a row's first is >= L of its blocks */
+    const int64_t units_cap = mu + (L > 0 ? A->nnzb / L : 0);
+    if (units_cap * nt + 4096 >= INT32_MAX) return BSK_ERR_UNSUPPORTED;
+    size_t off_ctr = 256 + (size_t)units_cap * (sizeof(int4) + sizeof(int2));
+    off_ctr = (off_ctr + 255) & ~(size_t)255;
+    size_t off_slots = off_ctr + (size_t)parts_cap * nt * 2 * sizeof(int);
+    off_slots = (off_slots + 255) & ~(size_t)255;
+    const size_t ws_bytes = off_slots + (size_t)parts_cap * nt * 2 * CF::SPLIT_F4 * 16;
+    void *ws = NULL;
+    if ((s = bsk_cuda_workspace(ctx, ws_bytes, &ws))) return s;
+    unsigned *counter = (unsigned *)ws;
+    int4 *sorted = (int4 *)((char *)ws + 256);
+    int2 *bandinfo = (int2 *)(sorted + units_cap);
+
+    /* Units per band: the A blocks of a band should stay in L2 while the band's N tiles go by. */
+    const int64_t band_budget = (int64_t)(bsk__hopper_tune.band_mb > 0 ? bsk__hopper_tune.band_mb : 16) << 20;
+    const int64_t unit_bytes = (A->nnzb / (mu ? mu : 1) + 1) * (int64_t)CF::BM * CF::BM * 2;
+    int64_t band = band_budget / unit_bytes;
+    if (band < 1) band = 1;
+    if (band > mu) band = mu;
+
+    SpmmParams p;
+    p.sorted = sorted;
+    p.bandinfo = bandinfo;
+    p.counter = counter;
+    p.col_idx = units_idx;
+    p.blk_idx = CF::TRANS ? ti.t_blk : NULL;
+    p.C = C->data;
+    p.ldc = C->ld;
+    p.ctype = (int)C->dtype;
+    p.alpha = alpha;
+    p.beta = beta;
+    p.M = (int)M;
+    p.N = (int)N;
+    p.nb = (int)nb;
+    p.nt = (int)nt;
+    /* tile groups: tg N tiles at a time through all bands (tg = nt: each band through all N tiles, the order of
+       sessions 1-5) */
+    p.tg = bsk__hopper_tune.tgroup > 0 && bsk__hopper_tune.tgroup < nt ? bsk__hopper_tune.tgroup : (int)nt;
+    p.total_items = (unsigned)(mu * nt);
+    p.split_ctr = (int *)((char *)ws + off_ctr);
+    p.split_ws = (float4 *)((char *)ws + off_slots);
+    p.pf = pf;
+    p.cl_acq = bsk__hopper_tune.cl_acq ? 1 : 0;
+    p.l2hint = bsk__hopper_tune.l2hint ? 1 : 0;
+    p.b_lbo = bsk__hopper_tune.bdesc_swap ? 1024u : 8192u;
+    p.b_sbo = bsk__hopper_tune.bdesc_swap ? 8192u : 1024u;
+    p.prof = (unsigned long long *)bsk__hopper_tune.prof_buf;
+
+    if ((int64_t)grid > units_cap * nt * CF::CLUSTER) grid = (int)(units_cap * nt * CF::CLUSTER);
     grid = grid / CF::CLUSTER * CF::CLUSTER;
     if (grid < CF::CLUSTER) grid = CF::CLUSTER;
 
     const int cls = bsk__hopper_tune.classes == 1 ? 0 : bsk__hopper_tune.classes == 2 ? 2 : 1;
     spmm_prep_kernel<<<1, 1024, 0, stream>>>(units_ptr, (int)mb, (int)A->nnzb, CF::PAIR ? 1 : 0, (int)band, cls,
-                                             sorted, bandinfo, counter);
+                                             (int)L, (int)parts_cap, (int)nt, sorted, bandinfo, counter,
+                                             p.split_ctr);
     if ((s = BSK_CUDA_LAUNCH_CHECK())) return s;
 
     s = bsk_hopper_launch(spmm_kernel<CF, DT>, grid, CF::THREADS, CF::SMEM, stream, !bsk__hopper_tune.no_pdl,

@@ -24,6 +24,10 @@
        item the epilogue: for 16-bit C with beta = 0 each consumer stages its 64 x WGN part in shared memory
        and TMA-stores it (clipped at M and N; the store runs on under the next item's mainloop); otherwise
        alpha/beta straight from the registers to global memory (rows >= M and columns >= N masked).
+   BM = 128 without clusters (CAN_SPLIT) also has: long-row split — a row cut by the prep kernel into parts
+   (units of consecutive blocks) run by different CTAs; parts 0 .. P - 2 store fp32 partial tiles in the
+   workspace, part P - 1 adds them in part order and runs the epilogue (deterministic) — and tile groups (the
+   queue takes tg N tiles through every band before the next ones; tg = nt is the plain band order).
    Malformed device indices cannot cause out-of-bounds access: row_ptr is clamped by the prep kernel to
    [0, nnzb], a col_idx outside [0, nb) becomes a stage with no data (skipped), the merge advances at least
    one list per stage (so it ends even on unsorted lists), and TMA never reads outside the tensors. */
@@ -57,7 +61,13 @@ struct SpmmParams {
     int M, N;               /* C is M x N                                                           */
     int nb;                 /* block columns of A                                                   */
     int nt;                 /* N tiles, or pairs of N tiles when two CTAs form a cluster            */
-    unsigned total_items;   /* units * nt                                                           */
+    int tg;                 /* N tiles per tile group (1..nt): the queue walks tile groups, inside a group
+                               the bands in order, inside a band N tile by N tile (tg = nt: bands outer) */
+    unsigned total_items;   /* units * nt before any split (the prep kernel writes the final count to
+                               counter[1], which the producer reads)                               */
+    int *split_ctr;         /* long-row split: per split (row, N tile) and consumer the partials stored,
+                               zeroed by the prep kernel                                          */
+    float4 *split_ws;       /* per split part, N tile and consumer: one fp32 partial (SPLIT_F4 float4) */
     int pf;                 /* L2 prefetch lead in blocks per list (0: off; at most 32)             */
     int cl_acq;             /* clusters: consumers' full-barrier waits with cluster-scope acquire   */
     int l2hint;             /* A loads evict_last, C stores evict_first                            */
@@ -136,6 +146,10 @@ struct Cfg {
     static constexpr int CHAN = 2;                   /* item channel slots (clusters)                */
     static constexpr int CHAN_OFF = META_OFF + STAGES_ * 16; /* full[CHAN], empty[CHAN], t[CHAN]      */
     static constexpr int SMEM = CHAN_OFF + CHAN * 24 + 1024; /* + slack to align the base to 1024    */
+    /* Long rows split into parts (K ranges) run by different CTAs, combined through fp32 partial tiles:
+       BM = 128 tiles (op N and op T), no cluster. One partial per consumer: 128 threads x WGN / 2 floats. */
+    static constexpr bool CAN_SPLIT = BM_ == 128 && CLUSTER_ == 1 && !PAIR_;
+    static constexpr int SPLIT_F4 = 128 * (WGN_ / 8);
     static constexpr int THREADS = 384;
 };
 
@@ -143,7 +157,16 @@ struct Cfg {
 
 /* One CTA of 1024 threads: a counting sort of the units (block rows, or pairs of adjacent block rows) by
    length (blocks, both rows together), longest first (lengths past 1023 share the top bin), writing
-   {unit, start, middle, end} with row_ptr clamped to [0, nnzb]; zeroes the queue head.
+   {unit, start, middle, end} with row_ptr clamped to [0, nnzb]; zeroes the queue head and writes the number
+   of items (units x nt) to counter[1].
+   Split (split_len L > 0, one-row units only): a row of len >= 2L blocks becomes P = min(len / L, 64) parts
+   of consecutive blocks (lengths between L and 2L - 1, the longer ones first), each a unit of its own, entry
+   {row, first, end, code} with code = (pbase + 1) << 12 | part << 6 | (P - 1): the row's P partial slots
+   start at pbase (split_ctr / split_ws of the main kernel). Unsplit one-row units get code 0. If the parts
+   would need more than parts_cap slots, L doubles until they fit (so the workspace bound always holds).
+   A row's parts get increasing ranks (non-increasing lengths; one thread takes their positions in order), so
+   for every N tile the last part is also the last of the row's items in the queue: it is the one that
+   combines (it waits only for items taken before it).
    Bands: the sorted units are cut at length-class boundaries (class_shift 1: units whose lengths have the
    same bit length; 2: two bit lengths per class; 0: one class) and every band_rows units inside a class. The
    main kernel walks bands in order and, inside a band, N tile by N tile: long units start first (their items
@@ -152,12 +175,14 @@ struct Cfg {
    memory before reading it. */
 __global__ void __launch_bounds__(1024, 1)
     spmm_prep_kernel(const int32_t *__restrict__ row_ptr, int mb, int nnzb, int pair, int band_rows, int class_shift,
-                     int4 *__restrict__ sorted, int2 *__restrict__ bandinfo, unsigned *__restrict__ counter)
+                     int split_len, int parts_cap, int nt, int4 *__restrict__ sorted, int2 *__restrict__ bandinfo,
+                     unsigned *__restrict__ counter, int *__restrict__ split_ctr)
 {
     grid_dep_launch();
     __shared__ int hist[1024];
     __shared__ int excl[1025];
     __shared__ int warp_tot[32];
+    __shared__ int s_sum, s_units, s_pbase;
     const int tid = threadIdx.x;
     const int mu = pair ? (mb + 1) >> 1 : mb;
     /* unit i: clamped {start, middle, end} and its length */
@@ -168,15 +193,45 @@ __global__ void __launch_bounds__(1024, 1)
         re = (pair && r0 + 1 < mb) ? min(max(row_ptr[r0 + 2], 0), nnzb) : mid;
         return max(mid - rs, 0) + max(re - mid, 0);
     };
+    /* split: the parts of a row of len blocks (1: not split), and part q's offset in the row */
+    int L = pair || parts_cap < 2 ? 0 : max(split_len, 0);
+    auto nparts = [&](int len) -> int { return L > 0 && len >= 2 * L ? min(len / L, 64) : 1; };
+    auto part_off = [&](int len, int P, int q) -> int { return q * (len / P) + min(q, len % P); };
     hist[tid] = 0;
-    if (tid == 0) *counter = 0u;
+    if (tid == 0) {
+        counter[0] = 0u;
+        s_units = 0;
+        s_pbase = 0;
+    }
+    /* the split length: double L until the split rows' parts fit in parts_cap slots */
+    while (L > 0) {
+        if (tid == 0) s_sum = 0;
+        __syncthreads();
+        int loc = 0;
+        for (int i = tid; i < mu; i += 1024) {
+            int rs, mid, re;
+            const int P = nparts(unit(i, rs, mid, re));
+            if (P > 1) loc += P;
+        }
+        if (loc) atomicAdd(&s_sum, loc);
+        __syncthreads();
+        const int S = s_sum;
+        __syncthreads();
+        if (S <= parts_cap) break;
+        L = L > (1 << 29) ? 0 : 2 * L;
+    }
     __syncthreads();
     for (int i = tid; i < mu; i += 1024) {
         int rs, mid, re;
-        const int len = unit(i, rs, mid, re);
-        atomicAdd(&hist[1023 - min(len, 1023)], 1);
+        const int len = unit(i, rs, mid, re), P = nparts(len);
+        for (int q = 0; q < P; ++q) {
+            const int pl = P > 1 ? part_off(len, P, q + 1) - part_off(len, P, q) : len;
+            atomicAdd(&hist[1023 - min(pl, 1023)], 1);
+        }
+        atomicAdd(&s_units, P);
     }
     __syncthreads();
+    const int mu2 = s_units; /* units after the split */
     /* exclusive scan of hist[0..1023] (bin 0 = longest units) */
     int v = hist[tid], x = v;
     const int lane = tid & 31, w = tid >> 5;
@@ -198,26 +253,40 @@ __global__ void __launch_bounds__(1024, 1)
     const int ex = warp_tot[w] + x - v;
     hist[tid] = ex;
     excl[tid] = ex;
-    if (tid == 0) excl[1024] = mu;
+    if (tid == 0) {
+        excl[1024] = mu2;
+        counter[1] = (unsigned)mu2 * (unsigned)nt;
+    }
     __syncthreads();
     const int R = max(band_rows, 1);
     for (int i = tid; i < mu; i += 1024) {
         int rs, mid, re;
-        const int len = unit(i, rs, mid, re), lm = min(len, 1023);
-        int cstart = 0, cend = mu;
-        if (class_shift > 0) {
-            const int bl = 32 - __clz(lm);                         /* bit length, 0 for 0 */
-            const int c = (bl + class_shift - 1) / class_shift;    /* class index         */
-            const int lo = c == 0 ? 0 : 1 << ((c - 1) * class_shift);
-            const int hi = c == 0 ? 0 : min((1 << min(c * class_shift, 11)) - 1, 1023);
-            cstart = excl[1023 - hi];
-            cend = excl[1024 - lo];
+        const int len = unit(i, rs, mid, re), P = nparts(len);
+        const int pbase = P > 1 ? atomicAdd(&s_pbase, P) : 0;
+        for (int q = 0; q < P; ++q) {
+            const int o0 = P > 1 ? part_off(len, P, q) : 0, o1 = P > 1 ? part_off(len, P, q + 1) : len;
+            const int pl = o1 - o0, lm = min(pl, 1023);
+            int cstart = 0, cend = mu2;
+            if (class_shift > 0) {
+                const int bl = 32 - __clz(lm);                         /* bit length, 0 for 0 */
+                const int c = (bl + class_shift - 1) / class_shift;    /* class index         */
+                const int lo = c == 0 ? 0 : 1 << ((c - 1) * class_shift);
+                const int hi = c == 0 ? 0 : min((1 << min(c * class_shift, 11)) - 1, 1023);
+                cstart = excl[1023 - hi];
+                cend = excl[1024 - lo];
+            }
+            const int pos = atomicAdd(&hist[1023 - lm], 1);
+            const int bf = cstart + ((pos - cstart) / R) * R;
+            /* one-row units: {row, first, end, split code}; pairs: {pair, start, middle, end} */
+            sorted[pos] = pair ? make_int4(i, rs, mid, re)
+                               : make_int4(i, rs + o0, rs + o1, P > 1 ? ((pbase + 1) << 12) | (q << 6) | (P - 1) : 0);
+            bandinfo[pos] = make_int2(bf, min(R, cend - bf));
         }
-        const int pos = atomicAdd(&hist[1023 - lm], 1);
-        const int bf = cstart + ((pos - cstart) / R) * R;
-        sorted[pos] = make_int4(i, rs, mid, re);
-        bandinfo[pos] = make_int2(bf, min(R, cend - bf));
     }
+    /* the split rows' store counters: 2 consumers per (row, N tile) */
+    __syncthreads();
+    const long long nctr = (long long)s_pbase * nt * 2;
+    for (long long k = tid; k < nctr; k += 1024) split_ctr[k] = 0;
 }
 
 /* ---------------------------------------------------------------- epilogue */
@@ -406,7 +475,9 @@ __global__ void __launch_bounds__(384, 1)
         setmaxnreg_dec<PRODUCER_REGS>();
         if (warp == 0) {
             uint32_t s = 0, ph = 0, ci = 0, cph = 0;
-            const unsigned nt = (unsigned)p.nt, total = p.total_items;
+            /* items: split configurations read the prep's count (parts are units); the others' is the host's */
+            const unsigned nt = (unsigned)p.nt,
+                           total = CF::CAN_SPLIT ? *(volatile unsigned *)(p.counter + 1) : p.total_items;
             const int D = CF::TRANS ? 0 : p.pf; /* no L2 prefetch for op T (off by default anyway) */
             const uint64_t pol_a = l2_policy_evict_last(); /* used only with p.l2hint */
             /* Items: CTA 0's lane 0 takes them from the queue (fetch, one item ahead); in a cluster it hands each
@@ -448,21 +519,47 @@ __global__ void __launch_bounds__(384, 1)
             };
             /* An item's description takes two dependent loads (its band, then its sorted entry) and the first
                32 column indices of each list: three steps, spread over the previous item's stages. */
-            auto band_of = [&](unsigned t) -> int2 { return p.bandinfo[t / nt]; };
+            /* item t: tile group g (tg N tiles, the last one maybe fewer: tge), position j in the group; the
+               group holds every unit for each of its tiles, band by band, so rank j / tge names the band.
+               Tile groups only in the split-capable configurations (BM = 128, no cluster); the others keep
+               tg = nt (one group), folded at compile time (the op-T pair producer is short of registers). */
+            const unsigned tg = CF::CAN_SPLIT ? (unsigned)p.tg : nt, gsz = CF::CAN_SPLIT ? total / nt * tg : total;
+            auto group_of = [&](unsigned t, unsigned &g0, unsigned &tge) -> unsigned {
+                if (!CF::CAN_SPLIT) {
+                    g0 = 0;
+                    tge = nt;
+                    return t;
+                }
+                const unsigned g = t / gsz;
+                g0 = g * tg;
+                tge = min(tg, nt - g0);
+                return t - g * gsz;
+            };
+            auto band_of = [&](unsigned t) -> int2 {
+                unsigned g0, tge;
+                const unsigned j = group_of(t, g0, tge);
+                return p.bandinfo[j / tge];
+            };
             auto entry_of = [&](unsigned t, int2 bi) -> int4 {
-                return p.sorted[(unsigned)bi.x + (t - (unsigned)bi.x * nt) % (unsigned)bi.y];
+                unsigned g0, tge;
+                const unsigned j = group_of(t, g0, tge);
+                return p.sorted[(unsigned)bi.x + (j - (unsigned)bi.x * tge) % (unsigned)bi.y];
             };
             struct Item {
                 int unit, ntile, ka, ea, kb, eb; /* list A = [ka, ea), list B = [kb, eb) (empty without PAIR) */
+                int sp;                          /* split code of a one-row unit's part (0: whole row)         */
             };
             auto make_item = [&](unsigned t, int2 bi, int4 e) -> Item {
                 Item it;
-                it.ntile = (int)((t - (unsigned)bi.x * nt) / (unsigned)bi.y);
+                unsigned g0, tge;
+                const unsigned j = group_of(t, g0, tge);
+                it.ntile = (int)(g0 + (j - (unsigned)bi.x * tge) / (unsigned)bi.y);
                 it.unit = e.x;
                 it.ka = e.y;
                 it.ea = max(e.z, e.y);
                 it.kb = CF::PAIR ? e.z : 0; /* without PAIR list B is empty: constants, no registers */
                 it.eb = CF::PAIR ? max(e.w, e.z) : 0;
+                it.sp = CF::CAN_SPLIT ? e.w : 0;
                 return it;
             };
             /* lane l holds col_idx[base + l] (or -1 past end) */
@@ -498,7 +595,7 @@ __global__ void __launch_bounds__(384, 1)
             };
 
             unsigned t = exchange(fetch());
-            Item it = {0, 0, 0, 0, 0, 0};
+            Item it = {0, 0, 0, 0, 0, 0, 0};
             int ca = -1, cb = -1, va = 0, vb = 0;
             if (t < total) {
                 const int2 bi = band_of(t);
@@ -526,7 +623,7 @@ __global__ void __launch_bounds__(384, 1)
                 unsigned tn = 0;
                 int2 nbi = make_int2(0, 1);
                 int4 ne = make_int4(0, 0, 0, 0);
-                Item nit = {0, 0, 0, 0, 0, 0};
+                Item nit = {0, 0, 0, 0, 0, 0, 0};
                 int nca = -1, ncb = -1, nva = 0, nvb = 0;
                 auto look = [&]() {
                     if (la == 0) {
@@ -552,7 +649,7 @@ __global__ void __launch_bounds__(384, 1)
                 int ca2 = chunk(baseA + 32, it.ea), cb2 = chunk_b(baseB + 32, it.eb);
                 int va2 = vchunk(baseA + 32, it.ea), vb2 = vchunk_b(baseB + 32, it.eb);
                 if (ka >= it.ea && kb >= it.eb) { /* no blocks: one empty stage, the epilogue writes alpha*0 */
-                    if (lane == 0) open_stage(make_int4(it.unit, it.ntile, 0, META_SKIP | META_LAST), 0);
+                    if (lane == 0) open_stage(make_int4(it.unit, it.ntile, it.sp, META_SKIP | META_LAST), 0);
                     if (++s == CF::STAGES) { s = 0; ph ^= 1; }
                 }
                 while (ka < it.ea || kb < it.eb) {
@@ -592,7 +689,7 @@ __global__ void __launch_bounds__(384, 1)
 #pragma unroll
                     for (int h = 0; h < CF::KSUB; ++h) {
                         if (lane == 0) {
-                            open_stage(make_int4(it.unit, it.ntile, 0, fl | (last && h == CF::KSUB - 1 ? META_LAST : 0)),
+                            open_stage(make_int4(it.unit, it.ntile, it.sp, fl | (last && h == CF::KSUB - 1 ? META_LAST : 0)),
                                        bytes);
                             if (ok) {
                                 const uint32_t fb = full0 + 8 * s;
@@ -685,7 +782,7 @@ __global__ void __launch_bounds__(384, 1)
 #endif
                 break;
             }
-            const int unit = m.x, ntile = m.y * CF::CLUSTER + (int)rank;
+            const int unit = m.x, ntile = m.y * CF::CLUSTER + (int)rank, sp = m.z;
 #pragma unroll
             for (int i = 0; i < CF::WGN / 2; ++i) acc[i] = 0.0f;
 #pragma unroll
@@ -717,6 +814,47 @@ __global__ void __launch_bounds__(384, 1)
             for (int i = 0; i < CF::WGN / 2; ++i) reg_fence(acc[i]);
             const long long e0 = BSK_PROF_CLOCK();
             pc[PROF_ITEMS] += 1;
+            if constexpr (CF::CAN_SPLIT) {
+                if (sp != 0) {
+                    /* A part of a split row. Parts 0 .. P - 2 store their fp32 partial (own slot, L2, coalesced in
+                       register order) and count the store; part P - 1, the last of the row's items in the queue,
+                       waits for those P - 1 stores (each by an item taken before it: no dependence on which CTAs
+                       are resident), adds them to its own accumulators in part order (own + P0 + P1 + ...: the
+                       same bits whichever part finishes first) and runs the epilogue (alpha, beta, dtype). */
+                    const int P = (sp & 63) + 1, part = (sp >> 6) & 63, pb = (sp >> 12) - 1;
+                    int *ctr = p.split_ctr + ((size_t)pb * p.nt + ntile) * 2 + c;
+                    auto slot = [&](int q) -> float4 * {
+                        return p.split_ws + (((size_t)(pb + q) * p.nt + ntile) * 2 + c) * CF::SPLIT_F4;
+                    };
+                    if (part < P - 1) {
+                        float4 *mine = slot(part);
+#pragma unroll
+                        for (int k = 0; k < CF::WGN / 8; ++k)
+                            __stcg(mine + k * 128 + tw, make_float4(acc[4 * k], acc[4 * k + 1], acc[4 * k + 2], acc[4 * k + 3]));
+                        __threadfence();
+                        named_bar_sync(1 + c, 128);
+                        if (tw == 0) atomicAdd(ctr, 1);
+                        pc[PROF_EPI] += BSK_PROF_CLOCK() - e0;
+                        continue;
+                    }
+                    if (tw == 0) {
+                        while (*(volatile int *)ctr < P - 1) __nanosleep(32);
+                        __threadfence();
+                    }
+                    named_bar_sync(1 + c, 128);
+                    for (int q = 0; q < P - 1; ++q) {
+                        const float4 *sq = slot(q);
+#pragma unroll
+                        for (int k = 0; k < CF::WGN / 8; ++k) {
+                            const float4 v = __ldcg(sq + k * 128 + tw);
+                            acc[4 * k] += v.x;
+                            acc[4 * k + 1] += v.y;
+                            acc[4 * k + 2] += v.z;
+                            acc[4 * k + 3] += v.w;
+                        }
+                    }
+                }
+            }
             /* this warpgroup's 64 x WGN part of the tile */
             const int64_t wr0 = CF::PAIR ? (int64_t)(2 * unit + c) * 64
                                          : (int64_t)unit * CF::BM + (CF::SPLIT_N ? 0 : 64 * c);

@@ -21,7 +21,14 @@ struct bsk_hopper_tune_s {
     int l2hint;     /* 1: A loads evict_last (reused across N tiles), TMA-stored C evict_first (never re-read)    */
     int ring4;      /* TMA-store epilogue configurations: 0 default, 1 three stages + the whole tile staged at once,
                        2 four stages + half the tile staged per round (two rounds)                            */
+    int split;      /* BM = 128 long-row split (parts of L .. 2L - 1 blocks on different CTAs, fp32 partials
+                       added by the row's last part): 0 default (the automatic rule), -1 off, -2 the automatic
+                       rule, > 0 that L (whatever the grid)                                                   */
+    int split_mb;   /* workspace budget for the split's partial tiles in MB (0: default)                      */
+    int tgroup;     /* N tiles per tile group: the queue takes tgroup N tiles through every band before the next
+                       tiles (0 default: all N tiles, i.e. band after band)                                  */
     int out_max_grid; /* written by the launcher: the persistent grid before capping by the item count        */
+    int out_split_len; /* written by the launcher: the split length L it asked the prep kernel for (0: none)  */
     int out_pf;       /* written by the launcher: the prefetch lead in blocks it used (0: off)                 */
     void *prof_buf;   /* device buffer of 16 x grid unsigned long long cycle counters, read by kernels built
                          with -DBSK_HOPPER_PROF (bench/hopper_probe.c --prof); NULL otherwise                 */
