@@ -119,4 +119,37 @@ done:
     bsk_test_dense_free(&C);
     return err;
 }
+
+void spmm_gpu_repeat_same(bsk_test_ctx *t, bsk_context *ctx, bsk_op op, const bsk_bsr *A, int64_t N, bsk_dtype ct,
+                          int reps, const char *want)
+{
+    const int64_t kr = op == BSK_OP_N ? A->cols : A->rows, cr = op == BSK_OP_N ? A->rows : A->cols;
+    bsk_dense B = bsk_test_dense(kr, N, 0, A->dtype, bsk_test_rng()), C = bsk_test_dense_poison(cr, N, 0, ct);
+    bsk_bsr dA;
+    memset(&dA, 0, sizeof dA);
+    bsk_dense dB = B, dC = C;
+    dB.mem = dC.mem = BSK_MEM_DEVICE;
+    dB.data = spmm_dev_copy(B.data, spmm_dense_bytes(&B));
+    dC.data = spmm_dev_copy(C.data, spmm_dense_bytes(&C));
+    const size_t bytes = spmm_dense_bytes(&C);
+    void *h1 = malloc(bytes + 1), *h2 = malloc(bytes + 1);
+    if (bsk_bsr_clone(A, BSK_MEM_DEVICE, &dA) != BSK_SUCCESS || !dB.data || !dC.data || !h1 || !h2) {
+        t->failed++;
+        fprintf(stderr, "  device setup failed\n");
+    } else {
+        for (int rep = 0; rep < reps; rep++) {
+            CHECK_STATUS(bsk_spmm(ctx, op, 1.0f, &dA, &dB, 0.0f, &dC), BSK_SUCCESS);
+            CHECK(bsk_cuda_memcpy(rep ? h2 : h1, dC.data, bytes, 0, 1) == BSK_SUCCESS);
+            if (rep) CHECK(memcmp(h1, h2, bytes) == 0);
+        }
+        if (want) CHECK(strncmp(bsk_last_kernel(ctx), want, strlen(want)) == 0);
+    }
+    free(h1);
+    free(h2);
+    bsk_cuda_free(dB.data);
+    bsk_cuda_free(dC.data);
+    bsk_bsr_free(&dA);
+    bsk_test_dense_free(&B);
+    bsk_test_dense_free(&C);
+}
 #endif

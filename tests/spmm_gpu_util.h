@@ -22,6 +22,10 @@ bsk_bsr spmm_random_bsr(int64_t M, int64_t K, int b, double d, bsk_pattern pat, 
    error (NaN on any failure, after recording it). */
 double spmm_gpu_case(bsk_test_ctx *t, bsk_context *ctx, bsk_op op, const bsk_bsr *A, int64_t N, int64_t padB,
                      int64_t padC, bsk_dtype ct, float alpha, float beta, const char *want);
+/* Determinism: the same bsk_spmm (alpha 1, beta 0, fresh random B of N columns, C of dtype ct poisoned) `reps` times
+   on the device gives the same bytes every time; the kernel that ran starts with `want` (NULL: any). */
+void spmm_gpu_repeat_same(bsk_test_ctx *t, bsk_context *ctx, bsk_op op, const bsk_bsr *A, int64_t N, bsk_dtype ct,
+                          int reps, const char *want);
 #endif
 
 #endif

@@ -401,30 +401,7 @@ BSK_TEST(gpu_hopper_spmm_split)
     for (int v = 0; v < 2; v++) {
         bsk__hopper_tune.split = 1;
         bsk__hopper_tune.max_ctas = v ? 5 : 0;
-        bsk_dense B = bsk_test_dense(A[0].cols, 520, 0, A[0].dtype, r);
-        bsk_dense C = bsk_test_dense_poison(A[0].rows, 520, 0, v ? BSK_F16 : BSK_F32);
-        bsk_bsr dA;
-        memset(&dA, 0, sizeof dA);
-        bsk_dense dB = B, dC = C;
-        dB.mem = dC.mem = BSK_MEM_DEVICE;
-        dB.data = spmm_dev_copy(B.data, spmm_dense_bytes(&B));
-        dC.data = spmm_dev_copy(C.data, spmm_dense_bytes(&C));
-        void *h1 = malloc(spmm_dense_bytes(&C)), *h2 = malloc(spmm_dense_bytes(&C));
-        REQUIRE(dB.data && dC.data && h1 && h2);
-        REQUIRE_OK(bsk_bsr_clone(&A[0], BSK_MEM_DEVICE, &dA));
-        for (int rep = 0; rep < 3; rep++) {
-            CHECK_STATUS(bsk_spmm(ctx, BSK_OP_N, 1.0f, &dA, &dB, 0.0f, &dC), BSK_SUCCESS);
-            CHECK(cudaMemcpy(rep ? h2 : h1, dC.data, spmm_dense_bytes(&C), cudaMemcpyDeviceToHost) == cudaSuccess);
-            if (rep) CHECK(memcmp(h1, h2, spmm_dense_bytes(&C)) == 0);
-        }
-        CHECK(strncmp(bsk_last_kernel(ctx), "hopper-wgmma", 12) == 0);
-        free(h1);
-        free(h2);
-        cudaFree(dB.data);
-        cudaFree(dC.data);
-        bsk_bsr_free(&dA);
-        bsk_test_dense_free(&B);
-        bsk_test_dense_free(&C);
+        spmm_gpu_repeat_same(t, ctx, BSK_OP_N, &A[0], 520, v ? BSK_F16 : BSK_F32, 3, "hopper-wgmma");
     }
     bsk__hopper_tune = saved;
     bsk_bsr_free(&A[0]);
@@ -597,32 +574,7 @@ BSK_TEST(gpu_hopper_spmm_op_t)
         bsk__hopper_tune.ring4 = 0;
         bsk__hopper_tune = saved;
         /* determinism: the same call twice gives the same bytes */
-        {
-            bsk_dense B = bsk_test_dense(S.rows, 256, 0, S.dtype, r);
-            bsk_dense C = bsk_test_dense_poison(S.cols, 256, 0, BSK_F32);
-            bsk_bsr dS;
-            memset(&dS, 0, sizeof dS);
-            bsk_dense dB = B, dC = C;
-            dB.mem = dC.mem = BSK_MEM_DEVICE;
-            dB.data = spmm_dev_copy(B.data, spmm_dense_bytes(&B));
-            dC.data = spmm_dev_copy(C.data, spmm_dense_bytes(&C));
-            void *h1 = malloc(spmm_dense_bytes(&C)), *h2 = malloc(spmm_dense_bytes(&C));
-            REQUIRE(dB.data && dC.data && h1 && h2);
-            REQUIRE_OK(bsk_bsr_clone(&S, BSK_MEM_DEVICE, &dS));
-            CHECK_STATUS(bsk_spmm(ctx, BSK_OP_T, 1.0f, &dS, &dB, 0.0f, &dC), BSK_SUCCESS);
-            CHECK(cudaMemcpy(h1, dC.data, spmm_dense_bytes(&C), cudaMemcpyDeviceToHost) == cudaSuccess);
-            CHECK_STATUS(bsk_spmm(ctx, BSK_OP_T, 1.0f, &dS, &dB, 0.0f, &dC), BSK_SUCCESS);
-            CHECK(cudaMemcpy(h2, dC.data, spmm_dense_bytes(&C), cudaMemcpyDeviceToHost) == cudaSuccess);
-            CHECK(strncmp(bsk_last_kernel(ctx), "hopper-wgmma", 12) == 0);
-            CHECK(memcmp(h1, h2, spmm_dense_bytes(&C)) == 0);
-            free(h1);
-            free(h2);
-            cudaFree(dB.data);
-            cudaFree(dC.data);
-            bsk_bsr_free(&dS);
-            bsk_test_dense_free(&B);
-            bsk_test_dense_free(&C);
-        }
+        spmm_gpu_repeat_same(t, ctx, BSK_OP_T, &S, 256, BSK_F32, 2, "hopper-wgmma");
         bsk_bsr_free(&S);
         bsk_bsr_free(&E);
         bsk_bsr_free(&Z);
