@@ -52,6 +52,18 @@ static int64_t bad_elements(const bsk_dense *got, const double *ref, double tol)
     return bad;
 }
 
+/* Device copies of A, B and C (dA zeroed and dB / dC's data NULL where a copy failed): 1 when all three exist. */
+static int upload(const bsk_bsr *A, const bsk_dense *B, const bsk_dense *C, bsk_bsr *dA, bsk_dense *dB, bsk_dense *dC)
+{
+    memset(dA, 0, sizeof *dA);
+    *dB = *B;
+    *dC = *C;
+    dB->mem = dC->mem = BSK_MEM_DEVICE;
+    dB->data = spmm_dev_copy(B->data, spmm_dense_bytes(B));
+    dC->data = spmm_dev_copy(C->data, spmm_dense_bytes(C));
+    return bsk_bsr_clone(A, BSK_MEM_DEVICE, dA) == BSK_SUCCESS && dB->data && dC->data;
+}
+
 double spmm_gpu_case(bsk_test_ctx *t, bsk_context *ctx, bsk_op op, const bsk_bsr *A, int64_t N, int64_t padB,
                      int64_t padC, bsk_dtype ct, float alpha, float beta, const char *want)
 {
@@ -64,13 +76,10 @@ double spmm_gpu_case(bsk_test_ctx *t, bsk_context *ctx, bsk_op op, const bsk_bsr
 
     double err = NAN;
     bsk_bsr dA;
-    memset(&dA, 0, sizeof dA);
-    bsk_dense dB = B, dC = C;
-    dB.mem = dC.mem = BSK_MEM_DEVICE;
-    dB.data = spmm_dev_copy(B.data, spmm_dense_bytes(&B));
-    dC.data = spmm_dev_copy(C.data, spmm_dense_bytes(&C));
+    bsk_dense dB, dC;
+    const int up = upload(A, &B, &C, &dA, &dB, &dC);
     void *back = malloc(spmm_dense_bytes(&C) + 1);
-    if (bsk_bsr_clone(A, BSK_MEM_DEVICE, &dA) != BSK_SUCCESS || !dB.data || !dC.data || !back || !ref) {
+    if (!up || !back || !ref) {
         t->failed++;
         fprintf(stderr, "  device setup failed\n");
         goto done;
@@ -126,14 +135,11 @@ void spmm_gpu_repeat_same(bsk_test_ctx *t, bsk_context *ctx, bsk_op op, const bs
     const int64_t kr = op == BSK_OP_N ? A->cols : A->rows, cr = op == BSK_OP_N ? A->rows : A->cols;
     bsk_dense B = bsk_test_dense(kr, N, 0, A->dtype, bsk_test_rng()), C = bsk_test_dense_poison(cr, N, 0, ct);
     bsk_bsr dA;
-    memset(&dA, 0, sizeof dA);
-    bsk_dense dB = B, dC = C;
-    dB.mem = dC.mem = BSK_MEM_DEVICE;
-    dB.data = spmm_dev_copy(B.data, spmm_dense_bytes(&B));
-    dC.data = spmm_dev_copy(C.data, spmm_dense_bytes(&C));
+    bsk_dense dB, dC;
+    const int up = upload(A, &B, &C, &dA, &dB, &dC);
     const size_t bytes = spmm_dense_bytes(&C);
     void *h1 = malloc(bytes + 1), *h2 = malloc(bytes + 1);
-    if (bsk_bsr_clone(A, BSK_MEM_DEVICE, &dA) != BSK_SUCCESS || !dB.data || !dC.data || !h1 || !h2) {
+    if (!up || !h1 || !h2) {
         t->failed++;
         fprintf(stderr, "  device setup failed\n");
     } else {
