@@ -242,24 +242,24 @@ BSK_TEST(tune_spmm_cpu)
 
 #ifdef BSK_WITH_CUDA
 /* One device SpMM case through bsk_tune_spmm with beta != 0: C must equal alpha·A·B + beta·C_in once. */
-static void tune_gpu_case(bsk_test_ctx *t, bsk_context *ctx, int b, double d, bsk_tune_result *res)
+static void tune_gpu_case(bsk_test_ctx *t, bsk_context *ctx, bsk_op op, int b, double d, bsk_tune_result *res)
 {
-    const int64_t M = 384, K = 512, N = 256;
+    const int64_t M = 384, K = 512, N = 256; /* C = alpha op(A) B + beta C: M x N, op(A) M x K */
     bsk_rng *r = bsk_test_rng();
-    bsk_bsr A = spmm_random_bsr(M, K, b, d, BSK_PATTERN_UNIFORM, BSK_F16), dA;
+    bsk_bsr A = spmm_random_bsr(op == BSK_OP_N ? M : K, op == BSK_OP_N ? K : M, b, d, BSK_PATTERN_UNIFORM, BSK_F16), dA;
     REQUIRE(A.row_ptr);
     bsk_dense B = bsk_test_dense(K, N, 0, BSK_F16, r), C = bsk_test_dense(M, N, 0, BSK_F16, r);
     REQUIRE(B.data && C.data);
     double *ref = (double *)malloc(sizeof(double) * (size_t)(M * N));
     REQUIRE(ref);
-    bsk_ref_spmm(BSK_OP_N, 1.25, &A, &B, 0.5, &C, ref);
+    bsk_ref_spmm(op, 1.25, &A, &B, 0.5, &C, ref);
     REQUIRE_OK(bsk_bsr_clone(&A, BSK_MEM_DEVICE, &dA));
     bsk_dense dB = B, dC = C;
     dB.mem = dC.mem = BSK_MEM_DEVICE;
     dB.data = spmm_dev_copy(B.data, spmm_dense_bytes(&B));
     dC.data = spmm_dev_copy(C.data, spmm_dense_bytes(&C));
     REQUIRE(dB.data && dC.data);
-    REQUIRE_OK(bsk_tune_spmm(ctx, BSK_OP_N, 1.25f, &dA, &dB, 0.5f, &dC, 3, res));
+    REQUIRE_OK(bsk_tune_spmm(ctx, op, 1.25f, &dA, &dB, 0.5f, &dC, 3, res));
     REQUIRE_OK(bsk_synchronize(ctx));
     REQUIRE_OK(bsk_cuda_memcpy(C.data, dC.data, spmm_dense_bytes(&C), 0, 1));
     CHECK_REL(bsk_rel_err_dense(&C, ref), bsk_tol(BSK_F16, BSK_F16));
@@ -270,13 +270,14 @@ static void tune_gpu_case(bsk_test_ctx *t, bsk_context *ctx, int b, double d, bs
     bsk_dense P = bsk_test_dense_poison(M, N, 0, BSK_F16);
     REQUIRE(P.data);
     REQUIRE_OK(bsk_cuda_memcpy(dC.data, P.data, spmm_dense_bytes(&P), 1, 0));
-    bsk_ref_spmm(BSK_OP_N, 1.0, &A, &B, 0.0, NULL, ref);
-    REQUIRE_OK(bsk_spmm(ctx, BSK_OP_N, 1.0f, &dA, &dB, 0.0f, &dC));
+    bsk_ref_spmm(op, 1.0, &A, &B, 0.0, NULL, ref);
+    REQUIRE_OK(bsk_spmm(ctx, op, 1.0f, &dA, &dB, 0.0f, &dC));
     CHECK(strcmp(bsk_last_kernel(ctx), res->kernel) == 0);
     REQUIRE_OK(bsk_synchronize(ctx));
     REQUIRE_OK(bsk_cuda_memcpy(C.data, dC.data, spmm_dense_bytes(&C), 0, 1));
     CHECK_REL(bsk_rel_err_dense(&C, ref), bsk_tol(BSK_F16, BSK_F16));
-    fprintf(stderr, "  b %d d %.2f: default %s %.4f ms, tuned %s (%s) %.4f ms\n", b, d, res->default_kernel,
+    fprintf(stderr, "  op %s b %d d %.2f: default %s %.4f ms, tuned %s (%s) %.4f ms\n", op == BSK_OP_N ? "n" : "t", b, d,
+            res->default_kernel,
             res->default_ms, res->kernel, res->family, res->ms);
     bsk_test_dense_free(&P);
     bsk_cuda_free(dB.data);
@@ -293,11 +294,13 @@ BSK_TEST(gpu_tune_spmm)
     NEED_GPU();
     bsk_context *ctx;
     REQUIRE_OK(bsk_create(&ctx, BSK_BACKEND_CUDA));
-    static const struct { int b; double d; } cases[] = {{128, 0.25}, {64, 0.5}, {32, 0.05}, {16, 0.3}};
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    static const struct { bsk_op op; int b; double d; } cases[] = {
+        {BSK_OP_N, 128, 0.25}, {BSK_OP_N, 64, 0.5}, {BSK_OP_N, 32, 0.05}, {BSK_OP_N, 16, 0.3}, {BSK_OP_T, 128, 0.25}};
+    const int ncases = (int)(sizeof cases / sizeof cases[0]);
+    for (int i = 0; i < ncases; i++) {
         bsk_tune_result res;
-        tune_gpu_case(t, ctx, cases[i].b, cases[i].d, &res);
-        CHECK(bsk_tune_entries(ctx) == (int)i + 1);
+        tune_gpu_case(t, ctx, cases[i].op, cases[i].b, cases[i].d, &res);
+        CHECK(bsk_tune_entries(ctx) == i + 1); /* op T is a class of its own */
     }
     /* save + load on the device context: the same classes come back */
     char p[128];
@@ -306,7 +309,7 @@ BSK_TEST(gpu_tune_spmm)
     bsk_context *c2;
     REQUIRE_OK(bsk_create(&c2, BSK_BACKEND_CUDA));
     REQUIRE_OK(bsk_tune_load(c2, p));
-    CHECK(bsk_tune_entries(c2) == 4);
+    CHECK(bsk_tune_entries(c2) == ncases);
     bsk_destroy(c2);
     remove(p);
     bsk_destroy(ctx);

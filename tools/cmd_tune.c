@@ -10,7 +10,7 @@ int cmd_tune(int argc, char **argv)
 {
     const char *cmd = "tune";
     const char *out_path = "bsk_tune.txt", *blocks_s = "16,32,64,128", *dens_s = "0.05,0.10,0.25,0.50",
-               *shapes_s = "4096x4096x4096", *ops_s = "n";
+               *shapes_s = "4096x4096x4096", *ops_s = "n,t";
     int dtype = BSK_F16, quick = 0;
     int64_t iters = 10, check_rows = 4;
     uint64_t seed = 1;
@@ -19,7 +19,7 @@ int cmd_tune(int argc, char **argv)
         CLI_OPT_STR("blocks", &blocks_s, "square block sizes (default 16,32,64,128)"),
         CLI_OPT_STR("densities", &dens_s, "block densities (default 0.05,0.10,0.25,0.50)"),
         CLI_OPT_STR("shapes", &shapes_s, "MxNxK list (default 4096x4096x4096)"),
-        CLI_OPT_STR("ops", &ops_s, "n, t or n,t (default n)"),
+        CLI_OPT_STR("ops", &ops_s, "n, t or n,t (default n,t: op t is dX = W^T dY in training)"),
         CLI_OPT_CHOICE("dtype", &dtype, CLI_DTYPES, "A and B dtype; C has the same (default f16)"),
         CLI_OPT_INT("iters", &iters, 1, 1000, "timed runs per family (median; default 10)"),
         CLI_OPT_INT("check-rows", &check_rows, 0, 1 << 30, "block rows checked vs the CPU backend (0: all; default 4)"),
