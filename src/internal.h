@@ -39,6 +39,9 @@ bsk_status bsk__tune_parse(const char *text, size_t len, const char *device, str
    compute (m == 0 or N == 0). */
 bsk_status bsk__spmm_check(bsk_context *ctx, bsk_op op, const bsk_bsr *A, const bsk_dense *B, const bsk_dense *C,
                            int *empty);
+/* bsk_spmm after its checks passed (and the case is not empty): the CPU or the CUDA backend. */
+bsk_status bsk__spmm_run(bsk_context *ctx, bsk_op op, float alpha, const bsk_bsr *A, const bsk_dense *B, float beta,
+                         bsk_dense *C);
 
 /* ---- checks (src/bsr/bsr_validate.c). Each returns BSK_SUCCESS or the named status. */
 

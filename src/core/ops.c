@@ -73,17 +73,23 @@ bsk_status bsk__spmm_check(bsk_context *ctx, bsk_op op, const bsk_bsr *A, const 
     return BSK_SUCCESS;
 }
 
+bsk_status bsk__spmm_run(bsk_context *ctx, bsk_op op, float alpha, const bsk_bsr *A, const bsk_dense *B, float beta,
+                         bsk_dense *C)
+{
+    if (A->mem == BSK_MEM_HOST) {
+        ctx->last_kernel = "cpu";
+        return bsk_cpu_spmm(op, alpha, A, B, beta, C);
+    }
+    return bsk_cuda_spmm(ctx, op, alpha, A, B, beta, C);
+}
+
 bsk_status bsk_spmm(bsk_context *ctx, bsk_op op, float alpha, const bsk_bsr *A, const bsk_dense *B, float beta,
                     bsk_dense *C)
 {
     int empty;
     bsk_status s = bsk__spmm_check(ctx, op, A, B, C, &empty);
     if (s || empty) return s;
-    if (A->mem == BSK_MEM_HOST) {
-        ctx->last_kernel = "cpu";
-        return bsk_cpu_spmm(op, alpha, A, B, beta, C);
-    }
-    return bsk_cuda_spmm(ctx, op, alpha, A, B, beta, C);
+    return bsk__spmm_run(ctx, op, alpha, A, B, beta, C);
 }
 
 bsk_status bsk_sddmm(bsk_context *ctx, float alpha, const bsk_dense *X, const bsk_dense *Y, float beta,

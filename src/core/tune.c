@@ -245,8 +245,8 @@ bsk_status bsk_tune_spmm(bsk_context *ctx, bsk_op op, float alpha, const bsk_bsr
     bsk_tune_result r;
     memset(&r, 0, sizeof r);
     r.ms = r.default_ms = NAN;
-    if (empty || A->mem == BSK_MEM_HOST) { /* nothing to time: one kernel or nothing to compute */
-        s = bsk_spmm(ctx, op, alpha, A, B, beta, C);
+    if (empty || A->mem == BSK_MEM_HOST) { /* nothing to time: one kernel or nothing to compute (checked above) */
+        s = empty ? BSK_SUCCESS : bsk__spmm_run(ctx, op, alpha, A, B, beta, C);
         set_name(r.family, sizeof r.family, empty ? "none" : "cpu");
         set_name(r.kernel, sizeof r.kernel, empty ? "none" : bsk_last_kernel(ctx));
         set_name(r.default_kernel, sizeof r.default_kernel, r.kernel);
