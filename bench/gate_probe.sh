@@ -2,8 +2,8 @@
 # gate_probe.sh — one device run for the top-k block gate (src/cuda/attention/topk.cu, issue 7): build (sm_90a
 # only), the gate tests (`bsk_tests topk`), a probe timing the gate's kernel choices at B=4 H=16 S=8192 D=128
 # and D=64 bf16, block 128 (L2 flushed before every call, CUDA events, median) with a read-bandwidth floor
-# measured in the same run, an Nsight Compute pass over the select kernels (new warp select and the session-3
-# tiled select: duration, occupancy, warp stall reasons, per-instruction samples in $OUT/ncu_source*.csv),
+# measured in the same run, an Nsight Compute pass over the pooled-input selects (the session-7 one-pass select and
+# the session-6 warp select: duration, occupancy, warp stall reasons, per-instruction samples in $OUT/ncu_source*.csv),
 # compute-sanitizer memcheck on the GPU gate tests, `bsk attention` (gate share of the attention); a summary
 # last. Logs in $OUT.
 # Usage (device machine, repo root): bench/gate_probe.sh
@@ -21,8 +21,9 @@ t0=$(date +%s)
 make BUILD=$B JOBS=16 GENCODE_PORTABLE='-gencode arch=compute_90a,code=sm_90a' $B/bin/bsk_tests $B/bin/bsk \
     $B/lib/libbsk.a > "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; echo "BUILD FAILED"; exit 1; }
 
-# ---- the probe (C, linked against the static library; bsk__topk_variant is topk.cu's benchmark hook); the last
-#      three entries time the gate on pre-pooled input (params.pooled = 1: scores + top-k + layout only)
+# ---- the probe (C, linked against the static library; bsk__topk_variant is topk.cu's benchmark hook): a launch
+#      floor (4 KB memset), the unpooled gate, then the gate on pre-pooled input (params.pooled = 1: scores + top-k +
+#      layout only), the session-7 one-pass select against the session-6 default alternately, cold and warm L2
 cat > /tmp/gate_probe.c <<'EOF'
 #include <cuda_runtime.h>
 #include <math.h>
@@ -78,25 +79,37 @@ int main(int argc, char **argv)
         printf("floor: d2d copy %.1f MB: %.3f ms = %.2f TB/s (read+write); reading Q and K (%.1f MB) at that rate: %.1f us\n",
                bytes / 1e6, ms[iters / 2], bw, 2.0 * bytes / 1e6, 2.0 * bytes / (bw * 1e12) * 1e6);
     }
-    /* ncu: the two selects once each per config (no warm-up call, so one profiled launch per select) */
-    /* entries 5..10: pre-pooled input (params.pooled = 1), compared with entry 5; --ncu: entries 5 and 9 at D=128
-       non-causal only (one profiled launch each). Variant bits (topk.cu): 16 turns on the L2 prefetch of pooled rows, 32
-       query-per-warp scoring split, 64 the early conversion of pooled rows */
-    const int variants[] = {0, 32, 8, 4, 3, 0, 4, 8, 16, 64, 80};
-    const int pooled_in[] = {0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1};
-    const char *names[] = {"new: fast pool + warp select + PDL", "the same, query-per-warp scoring split",
-                           "session 3: fast pool + tiled select + PDL",
-                           "new without PDL", "session 2: generic pool x2 + per-block sel",
-                           "POOLED: direct-read warp sel (late cvt)", "POOLED: the same without PDL",
-                           "POOLED: rows to fp64 workspace + tiled sel", "POOLED: direct read + L2 prefetch",
-                           "POOLED: early conversion (before s6)", "POOLED: early conversion + L2 prefetch"};
-    int nvar = 11;
+    /* launch floor: a 4 KB memset timed the same way (L2 flushed, events around it): what any one-launch gate pays */
+    if (!ncu) {
+        for (int i = 0; i < iters; i++) {
+            CK(cudaMemsetAsync(flush, i, flush_bytes, s)); CK(cudaEventRecord(e0, s));
+            CK(cudaMemsetAsync(dst, i, 4096, s));
+            CK(cudaEventRecord(e1, s)); CK(cudaEventSynchronize(e1));
+            float f; CK(cudaEventElapsedTime(&f, e0, e1)); ms[i] = f;
+        }
+        qsort(ms, (size_t)iters, sizeof *ms, cmp);
+        printf("floor: 4 KB memset after the flush (launch + event overhead): median %.1f us (min %.1f)\n", ms[iters / 2] * 1e3,
+               ms[0] * 1e3);
+    }
+    /* entry 0: the unpooled gate (unchanged, a reference); entries 1..: pre-pooled input (params.pooled = 1),
+       compared with entry 1. Session 7: variant 0 = the one-pass pooled select (default), 128 = the previous
+       default (direct-read warp select), timed alternately; warm = no L2 flush before the call. --ncu: entries 1 and
+       2 at D=128 non-causal only (one profiled launch each). */
+    const int variants[] = {0, 0, 128, 0, 128, 4, 8, 0, 128};
+    const int pooled_in[] = {0, 1, 1, 1, 1, 1, 1, 1, 1};
+    const int warm[] = {0, 0, 0, 0, 0, 0, 0, 1, 1};
+    const char *names[] = {"unpooled: fast pool + warp select + PDL", "POOLED: one-pass pooled select (s7)",
+                           "POOLED: direct-read warp select (s6 dflt)", "POOLED: one-pass pooled select, again",
+                           "POOLED: s6 warp select, again", "POOLED: one-pass, no PDL",
+                           "POOLED: rows to fp64 workspace + tiled", "POOLED: one-pass, L2 warm (no flush)",
+                           "POOLED: s6 warp select, L2 warm"};
+    int nvar = 9;
     for (int dd = 0; dd < (ncu ? 1 : 2); dd++)
     for (int causal = 0; causal < (ncu ? 1 : 2); causal++) {
         const int64_t Dd = dd ? 64 : D; /* D=64: the same buffers viewed with half the head dim */
         int32_t *ref = NULL;
         for (int vi = 0; vi < nvar; vi++) {
-            if (ncu && vi != 5 && vi != 9) continue;
+            if (ncu && vi != 1 && vi != 2) continue;
             bsk_topk_params p;
             memset(&p, 0, sizeof p);
             p.q = bsk_attn_tensor_bshd(dq, Bt, S, H, Dd, BSK_BF16, BSK_MEM_DEVICE);
@@ -113,7 +126,8 @@ int main(int argc, char **argv)
             bsk__topk_variant = variants[vi];
             bsk_status st = ncu ? BSK_SUCCESS : bsk_topk_block_layout(ctx, &p, &L); /* warm-up */
             for (int i = 0; i < iters && !st; i++) {
-                CK(cudaMemsetAsync(flush, i, flush_bytes, s)); CK(cudaEventRecord(e0, s));
+                if (!warm[vi]) CK(cudaMemsetAsync(flush, i, flush_bytes, s));
+                CK(cudaEventRecord(e0, s));
                 st = bsk_topk_block_layout(ctx, &p, &L);
                 CK(cudaEventRecord(e1, s)); CK(cudaEventSynchronize(e1));
                 float f; CK(cudaEventElapsedTime(&f, e0, e1)); ms[i] = f;
@@ -177,8 +191,8 @@ if [ "${GATE_NCU:-1}" = 1 ] && [ $hung = 0 ]; then
         res_ncu="rc=$?"
         "$NCU" -i "$SCR/select.ncu-rep" --page details > "$OUT/ncu.log" 2>&1
         "$NCU" -i "$SCR/select.ncu-rep" --page raw --csv > "$OUT/ncu_raw.csv" 2>&1
-        for k in ${GATE_NCU_SOURCE:-select_warp}; do # per-instruction samples of the first two launches of each kernel named
-            for skip in 0 1; do
+        for k in ${GATE_NCU_SOURCE:-select_pooled select_warp}; do # per-instruction samples of the first launch of each kernel named
+            for skip in 0; do
                 "$NCU" -i "$SCR/select.ncu-rep" --page source --csv --print-source sass -k regex:$k --launch-skip $skip \
                     --launch-count 1 > "$OUT/ncu_source_${k}_$skip.csv" 2>&1
             done

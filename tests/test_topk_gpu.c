@@ -7,8 +7,9 @@
    chunks of 64 with partial tails, odd score lengths), the tiled select (the default above nb = 512) and the
    one-CTA-per-query-block select (key-block counts whose scores do not fit in shared memory); exact ties must
    go to the lower block on all of them. Pre-pooled input (pooled = 1) runs the same cases on every variant: the
-   direct-read warp select (one launch, rows in their dtype) and the workspace paths (projection, tiled and
-   per-query-block selects), against the unpooled and the pooled CPU gate. */
+   one-pass pooled select (nb <= 64, 16-byte aligned rows: one launch, all rows loaded at once, two rows' rounds
+   interleaved), the direct-read warp select (one launch, rows in their dtype) and the workspace paths
+   (projection, tiled and per-query-block selects), against the unpooled and the pooled CPU gate. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,6 +107,47 @@ static topk_buf topk_tensor(const topk_case *c, int64_t S, int64_t H, bsk_rng *r
     return tb;
 }
 
+/* One case's host inputs, drawn in this order from r: Q, K, kv_lens (if the case has them), the projections (if
+   any) — the prologue both case loops below share, so both see the same draws. */
+typedef struct topk_setup {
+    topk_buf q, k;
+    int64_t nb, cap;
+    int32_t *lens;
+    bsk_dense wq, wk;
+} topk_setup;
+
+static void topk_case_setup(const topk_case *c, bsk_rng *r, topk_setup *s)
+{
+    s->q = topk_tensor(c, c->SQ, c->H, r, 0, c->bq);
+    s->k = topk_tensor(c, c->SK, c->HK, r, c->ties, c->bk);
+    s->nb = (c->SK + c->bk - 1) / c->bk;
+    s->cap = c->top_k < s->nb ? c->top_k : s->nb;
+    s->lens = NULL;
+    if (c->kv_lens) {
+        s->lens = (int32_t *)malloc((size_t)c->B * 4);
+        for (int64_t b = 0; b < c->B; b++) s->lens[b] = (int32_t)bsk_rng_int(r, 1, c->SK);
+    }
+    if (c->proj) {
+        s->wq = bsk_test_dense(c->D, c->proj, 1, BSK_F32, r);
+        s->wk = bsk_test_dense(c->D, c->proj, 0, BSK_BF16, r);
+    }
+}
+
+/* Device copies of a projection (its data on the device; free with bsk_cuda_free(d->data)). */
+static bsk_dense topk_dense_to_dev(const bsk_dense *w)
+{
+    bsk_dense d = *w;
+    d.data = attn_to_dev(w->data, (size_t)(w->rows * w->ld) * bsk_dtype_size(w->dtype));
+    d.mem = BSK_MEM_DEVICE;
+    return d;
+}
+
+static void topk_case_free(const topk_case *c, topk_setup *s)
+{
+    if (c->proj) { bsk_test_dense_free(&s->wq); bsk_test_dense_free(&s->wk); }
+    free(s->q.host); free(s->k.host); free(s->lens);
+}
+
 /* Fill a device layout's four arrays with -7 so that any entry the gate should write and does not shows. */
 static int topk_poison(bsk_attn_layout *L)
 {
@@ -127,25 +169,17 @@ BSK_TEST(gpu_attn_topk_paths_match_cpu)
     REQUIRE_OK(bsk_create(&cpu, BSK_BACKEND_CPU));
     for (size_t ci = 0; ci < sizeof topk_cases / sizeof topk_cases[0]; ci++) {
         const topk_case *c = &topk_cases[ci];
-        bsk_rng *r = bsk_test_rng();
-        topk_buf q = topk_tensor(c, c->SQ, c->H, r, 0, c->bq), k = topk_tensor(c, c->SK, c->HK, r, c->ties, c->bk);
-        int64_t nb = (c->SK + c->bk - 1) / c->bk, cap = c->top_k < nb ? c->top_k : nb;
-        int32_t *lens = NULL;
-        bsk_dense wq, wk;
+        topk_setup su;
+        topk_case_setup(c, bsk_test_rng(), &su);
+        const topk_buf q = su.q, k = su.k;
+        const int64_t nb = su.nb, cap = su.cap;
+        int32_t *lens = su.lens;
         bsk_topk_params p;
         memset(&p, 0, sizeof p);
         p.q = q.t; p.k = k.t; p.top_k = c->top_k; p.causal = c->causal;
         p.keep_first = c->keep_first; p.keep_diagonal = c->keep_diag;
-        if (c->kv_lens) {
-            lens = (int32_t *)malloc((size_t)c->B * 4);
-            for (int64_t b = 0; b < c->B; b++) lens[b] = (int32_t)bsk_rng_int(r, 1, c->SK);
-            p.kv_lens = lens;
-        }
-        if (c->proj) {
-            wq = bsk_test_dense(c->D, c->proj, 1, BSK_F32, r);
-            wk = bsk_test_dense(c->D, c->proj, 0, BSK_BF16, r);
-            p.w_q = &wq; p.w_k = &wk;
-        }
+        p.kv_lens = lens;
+        if (c->proj) { p.w_q = &su.wq; p.w_k = &su.wk; }
         bsk_attn_layout H, D, back;
         REQUIRE_OK(bsk_attn_layout_alloc(c->SQ, c->SK, c->bq, c->bk, (int32_t)c->B, (int32_t)c->H, (int32_t)cap, BSK_MEM_HOST, &H));
         REQUIRE_OK(bsk_attn_layout_alloc(c->SQ, c->SK, c->bq, c->bk, (int32_t)c->B, (int32_t)c->H, (int32_t)cap, BSK_MEM_DEVICE, &D));
@@ -158,10 +192,7 @@ BSK_TEST(gpu_attn_topk_paths_match_cpu)
         dp.q.mem = dp.k.mem = BSK_MEM_DEVICE;
         dp.kv_lens = lens ? (const int32_t *)attn_to_dev(lens, (size_t)c->B * 4) : NULL;
         if (c->proj) {
-            dwq = wq; dwk = wk;
-            dwq.data = attn_to_dev(wq.data, (size_t)(wq.rows * wq.ld) * bsk_dtype_size(wq.dtype));
-            dwk.data = attn_to_dev(wk.data, (size_t)(wk.rows * wk.ld) * bsk_dtype_size(wk.dtype));
-            dwq.mem = dwk.mem = BSK_MEM_DEVICE;
+            dwq = topk_dense_to_dev(&su.wq); dwk = topk_dense_to_dev(&su.wk);
             dp.w_q = &dwq; dp.w_k = &dwk;
         }
         REQUIRE(dp.q.data && dp.k.data);
@@ -202,9 +233,9 @@ BSK_TEST(gpu_attn_topk_paths_match_cpu)
             bsk_attn_layout_free(&back);
         }
         bsk_cuda_free(dp.q.data); bsk_cuda_free(dp.k.data); bsk_cuda_free((void *)dp.kv_lens);
-        if (c->proj) { bsk_cuda_free(dwq.data); bsk_cuda_free(dwk.data); bsk_test_dense_free(&wq); bsk_test_dense_free(&wk); }
+        if (c->proj) { bsk_cuda_free(dwq.data); bsk_cuda_free(dwk.data); }
         bsk_attn_layout_free(&H); bsk_attn_layout_free(&D);
-        free(q.host); free(k.host); free(lens);
+        topk_case_free(c, &su);
     }
     bsk_destroy(cpu);
     bsk_destroy(ctx);
@@ -288,21 +319,14 @@ BSK_TEST(gpu_attn_topk_pooled_matches_cpu)
     for (size_t ci = 0; ci < sizeof topk_cases / sizeof topk_cases[0]; ci++) {
         const topk_case *c = &topk_cases[ci];
         bsk_rng *r = bsk_test_rng();
-        topk_buf q = topk_tensor(c, c->SQ, c->H, r, 0, c->bq), k = topk_tensor(c, c->SK, c->HK, r, c->ties, c->bk);
-        const int64_t nb = (c->SK + c->bk - 1) / c->bk, cap = c->top_k < nb ? c->top_k : nb;
-        int32_t *lens = NULL;
-        if (c->kv_lens) {
-            lens = (int32_t *)malloc((size_t)c->B * 4);
-            for (int64_t b = 0; b < c->B; b++) lens[b] = (int32_t)bsk_rng_int(r, 1, c->SK);
-        }
-        bsk_dense wq, wk, dwq, dwk;
+        topk_setup su;
+        topk_case_setup(c, r, &su);
+        const topk_buf q = su.q, k = su.k;
+        const int64_t nb = su.nb, cap = su.cap;
+        int32_t *lens = su.lens;
+        bsk_dense dwq, dwk;
         if (c->proj) {
-            wq = bsk_test_dense(c->D, c->proj, 1, BSK_F32, r);
-            wk = bsk_test_dense(c->D, c->proj, 0, BSK_BF16, r);
-            dwq = wq; dwk = wk;
-            dwq.data = attn_to_dev(wq.data, (size_t)(wq.rows * wq.ld) * bsk_dtype_size(wq.dtype));
-            dwk.data = attn_to_dev(wk.data, (size_t)(wk.rows * wk.ld) * bsk_dtype_size(wk.dtype));
-            dwq.mem = dwk.mem = BSK_MEM_DEVICE;
+            dwq = topk_dense_to_dev(&su.wq); dwk = topk_dense_to_dev(&su.wk);
             REQUIRE(dwq.data && dwk.data);
         }
         for (int form = 0; form < 2; form++) {
@@ -320,7 +344,7 @@ BSK_TEST(gpu_attn_topk_pooled_matches_cpu)
             /* causal cases: bottom-right aligned, negative (early query blocks without candidates) or positive offsets */
             const int64_t offs[3] = {c->SK - c->SQ, -5, 37};
             p.causal_offset = c->causal ? offs[ci % 3] : 0;
-            if (c->proj && !form) { p.w_q = &wq; p.w_k = &wk; }
+            if (c->proj && !form) { p.w_q = &su.wq; p.w_k = &su.wk; }
             bsk_attn_layout H, D, back;
             REQUIRE_OK(bsk_attn_layout_alloc(c->SQ, c->SK, c->bq, c->bk, (int32_t)c->B, (int32_t)c->H, (int32_t)cap, BSK_MEM_HOST, &H));
             REQUIRE_OK(bsk_attn_layout_alloc(c->SQ, c->SK, c->bq, c->bk, (int32_t)c->B, (int32_t)c->H, (int32_t)cap, BSK_MEM_DEVICE, &D));
@@ -337,9 +361,10 @@ BSK_TEST(gpu_attn_topk_pooled_matches_cpu)
             dp.kv_lens = lens ? (const int32_t *)attn_to_dev(lens, (size_t)c->B * 4) : NULL;
             if (c->proj && !form) { dp.w_q = &dwq; dp.w_k = &dwk; }
             REQUIRE(dp.q.data && dp.k.data);
-            /* 16: the L2 prefetch in the direct-read warp select, 32: its query-per-warp scoring split, 64: its early
-               conversion of the rows (bsk__topk_variant bits, topk.cu) */
-            static const int pooled_variants[] = {0, 16, 32, 48, 64, 80, 8, 2};
+            /* 0: the one-pass pooled select where it applies (nb <= 64, aligned rows), 128: the direct-read warp select
+               instead, with 16: its L2 prefetch, 32: its query-per-warp scoring split, 64: its early conversion of the
+               rows; 4: no PDL (bsk__topk_variant bits, topk.cu) */
+            static const int pooled_variants[] = {0, 4, 128, 144, 160, 176, 192, 208, 8, 2};
             for (size_t vi = 0; vi < sizeof pooled_variants / sizeof pooled_variants[0]; vi++) {
                 CHECK(topk_poison(&D) == 0);
                 bsk__topk_variant = pooled_variants[vi];
@@ -372,8 +397,8 @@ BSK_TEST(gpu_attn_topk_pooled_matches_cpu)
             bsk_attn_layout_free(&H); bsk_attn_layout_free(&D);
             free(pq.host); free(pk.host);
         }
-        if (c->proj) { bsk_cuda_free(dwq.data); bsk_cuda_free(dwk.data); bsk_test_dense_free(&wq); bsk_test_dense_free(&wk); }
-        free(q.host); free(k.host); free(lens);
+        if (c->proj) { bsk_cuda_free(dwq.data); bsk_cuda_free(dwk.data); }
+        topk_case_free(c, &su);
     }
     bsk_destroy(cpu);
     bsk_destroy(ctx);

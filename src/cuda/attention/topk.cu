@@ -14,9 +14,10 @@
         rounds); larger nb: the tiled select (rank by counting in shared memory); key-block counts whose scores
         do not fit in shared memory: a one-CTA-per-query-block kernel with the same arithmetic.
    Pre-pooled input (params->pooled: q and k hold one row per block, the caller's means) skips step 1: without a
-   projection and for nb <= 512 the warp select reads the caller's rows directly (templated on their dtype, each
-   value through fp32 to fp64 as the CPU gate converts it) and the gate is that single launch; otherwise
-   pooled_in_kernel copies (or projects) the rows into the fp64 workspace and the usual selects run.
+   projection the gate is one launch reading the caller's rows directly (templated on their dtype, each value
+   through fp32 to fp64 as the CPU gate converts it): for nb <= 64 and 16-byte vector rows the one-pass pooled
+   select (session 7), else for nb <= 512 the warp select; otherwise pooled_in_kernel copies (or projects) the
+   rows into the fp64 workspace and the usual selects run.
    Measured (H100, B=4 H=16 S=8192 bf16, block 128, top_k 6, L2 flushed, median of 30; session 6, d9d4132): the
    direct-read select 16.8 us at D=128 (12.8 at D=64) with the default late conversion and no L2 prefetch; early
    conversion 19.4 (14.1), early + L2 prefetch 18.0 (13.2), late + prefetch 17.2 (12.6); through the fp64 workspace
@@ -227,6 +228,26 @@ struct SelArgs {
     int32_t *fc, *fi, *pc, *pi;
 };
 
+/* One step of a layout row's compaction, for a warp: lane's key block j of tile class cls (-1: not kept) goes to the
+   full (0) or the partial (1, 2) list in lane order after the nf / np entries so far (capacity-clamped), and the
+   counts advance by the warp's entries. Every select ends with these steps over its kept blocks in ascending order. */
+__device__ __forceinline__ void emit_step(const SelArgs &a, int64_t row, int j, int cls, int lane, int &nf, int &np)
+{
+    const unsigned bf = __ballot_sync(0xffffffffu, cls == 0), bp = __ballot_sync(0xffffffffu, cls == 1 || cls == 2);
+    const unsigned lower = (1u << lane) - 1u;
+    if (cls == 0) { const int at = nf + __popc(bf & lower); if (at < a.cap) a.fi[row * a.cap + at] = j; }
+    if (cls == 1 || cls == 2) { const int at = np + __popc(bp & lower); if (at < a.cap) a.pi[row * a.cap + at] = j; }
+    nf += __popc(bf);
+    np += __popc(bp);
+}
+__device__ __forceinline__ void emit_counts(const SelArgs &a, int64_t row, int nf, int np, int lane)
+{
+    if (lane == 0) {
+        a.fc[row] = min(nf, a.cap);
+        a.pc[row] = min(np, a.cap);
+    }
+}
+
 /* One warp writes layout row `row` (query rows [q0, q1)) from its kept flags sel[0..nb): the kept key blocks in
    ascending order, split into the full and the partial list by the builders' tile class, counts clamped to
    the capacity. */
@@ -238,17 +259,9 @@ __device__ void write_row(const SelArgs &a, int64_t row, int64_t q0, int64_t q1,
         int j = base + lane;
         int keep = j < nb && sel[j];
         int cls = keep ? bsk__attn_tile_class(q0, q1, (int64_t)j * a.bk, (int64_t)(j + 1) * a.bk, kv_len, a.causal, a.off) : -1;
-        unsigned bf = __ballot_sync(0xffffffffu, cls == 0), bp = __ballot_sync(0xffffffffu, cls == 1 || cls == 2);
-        unsigned lower = (1u << lane) - 1u;
-        if (cls == 0) { int at = nf + __popc(bf & lower); if (at < a.cap) a.fi[row * a.cap + at] = j; }
-        if (cls == 1 || cls == 2) { int at = np + __popc(bp & lower); if (at < a.cap) a.pi[row * a.cap + at] = j; }
-        nf += __popc(bf);
-        np += __popc(bp);
+        emit_step(a, row, j, cls, lane, nf, np);
     }
-    if (lane == 0) {
-        a.fc[row] = min(nf, a.cap);
-        a.pc[row] = min(np, a.cap);
-    }
+    emit_counts(a, row, nf, np, lane);
 }
 
 __global__ void __launch_bounds__(128) select_kernel(const SelArgs a)
@@ -550,6 +563,22 @@ __device__ __forceinline__ uint64_t score_key(double s)
     return (u >> 63) ? ~u : (u | 0x8000000000000000ull);
 }
 
+/* One score element e of a lane's 4 x 2 block: query values q[0..3] (two double2 reads), key values k[0..1] (one),
+   8 fma, each score's chain in e order as on every path and in the CPU gate. */
+__device__ __forceinline__ void fma4x2(double (&acc)[4][2], const double *q, const double *k)
+{
+    const double2 qa = *reinterpret_cast<const double2 *>(q), qb = *reinterpret_cast<const double2 *>(q + 2);
+    const double2 k2 = *reinterpret_cast<const double2 *>(k);
+    acc[0][0] = fma(qa.x, k2.x, acc[0][0]);
+    acc[0][1] = fma(qa.x, k2.y, acc[0][1]);
+    acc[1][0] = fma(qa.y, k2.x, acc[1][0]);
+    acc[1][1] = fma(qa.y, k2.y, acc[1][1]);
+    acc[2][0] = fma(qb.x, k2.x, acc[2][0]);
+    acc[2][1] = fma(qb.x, k2.y, acc[2][1]);
+    acc[3][0] = fma(qb.y, k2.x, acc[3][0]);
+    acc[3][1] = fma(qb.y, k2.y, acc[3][1]);
+}
+
 /* n rounds over the entries of `avail` (bit t of lane l: key block l + 32 t): each round takes the best entry not
    yet taken — the highest key, ties to the lower block (REV: the lowest key, ties to the higher block, i.e. the
    last in rank order) — and returns the taken bits. Within a lane the scan order settles ties (lower t = lower
@@ -642,17 +671,7 @@ __global__ void __launch_bounds__(WS_THREADS) select_warp_kernel(const SelArgs a
             const double *qp = qT + qi, *kp = kT + kj;
 #pragma unroll 4
             for (int e = 0; e < ec; e++) {
-                const double2 qa = *reinterpret_cast<const double2 *>(qp + e * WS_QS);
-                const double2 qb = *reinterpret_cast<const double2 *>(qp + e * WS_QS + 2);
-                const double2 k2 = *reinterpret_cast<const double2 *>(kp + e * WS_KS);
-                acc[0][0] = fma(qa.x, k2.x, acc[0][0]);
-                acc[0][1] = fma(qa.x, k2.y, acc[0][1]);
-                acc[1][0] = fma(qa.y, k2.x, acc[1][0]);
-                acc[1][1] = fma(qa.y, k2.y, acc[1][1]);
-                acc[2][0] = fma(qb.x, k2.x, acc[2][0]);
-                acc[2][1] = fma(qb.x, k2.y, acc[2][1]);
-                acc[3][0] = fma(qb.y, k2.x, acc[3][0]);
-                acc[3][1] = fma(qb.y, k2.y, acc[3][1]);
+                fma4x2(acc, qp + e * WS_QS, kp + e * WS_KS);
             }
             if (n % ne == ne - 1) { /* this key chunk's scores are complete */
                 const int c = (n / ne) * WS_KC + kj;
@@ -699,17 +718,253 @@ __global__ void __launch_bounds__(WS_THREADS) select_warp_kernel(const SelArgs a
             const int cls = (keep >> t) & 1u ? bsk__attn_tile_class(q0, q1, (int64_t)j * a.bk, (int64_t)(j + 1) * a.bk, kv_len,
                                                                      a.causal, a.off)
                                              : -1;
-            const unsigned bf = __ballot_sync(0xffffffffu, cls == 0), bp = __ballot_sync(0xffffffffu, cls == 1 || cls == 2);
-            const unsigned lower = (1u << lane) - 1u;
-            if (cls == 0) { const int at = nf + __popc(bf & lower); if (at < a.cap) a.fi[row * a.cap + at] = j; }
-            if (cls == 1 || cls == 2) { const int at = np + __popc(bp & lower); if (at < a.cap) a.pi[row * a.cap + at] = j; }
-            nf += __popc(bf);
-            np += __popc(bp);
+            emit_step(a, row, j, cls, lane, nf, np);
         }
-        if (lane == 0) {
-            a.fc[row] = min(nf, a.cap);
-            a.pc[row] = min(np, a.cap);
+        emit_counts(a, row, nf, np, lane);
+    }
+}
+
+/* Pooled select (session 7): the pre-pooled direct-read gate for nb <= 64 key blocks, rows of at most 512 bytes
+   in 16-byte aligned vectors. One CTA (256 threads) per (batch, head, PS_QT = 16 query blocks), one pass:
+   - every thread issues all its 16-byte loads of the CTA's rows at once (key k = tid % 64 of element groups
+     tid / 64, +4, ...; query row tid % 16 of groups tid / 16, +16): one memory round trip, where the warp select
+     took two chunks of 2-byte loads. Each value is converted once (through fp32 to fp64, as the CPU gate) into
+     kT[e][64] / qT[e][16] in shared memory (a warp stores 32 consecutive keys of one e: no bank conflict); key
+     blocks >= nb and query blocks past the tile are 0 and never read as scores;
+   - warps 0..3 score as the warp select does (lane (lq, lk): query blocks 4 lq .. +3 x key blocks 16 w + 2 lk, +1;
+     per e two double2 query reads and one key read feed 8 DFMA), one fp64 fma chain over all e in order per
+     score, with no element chunks and no barrier inside the loop; warps whose 16 key blocks are all >= nb skip;
+   - warp w selects query blocks w and w + 8 together: the two rows' arg-max rounds (or mirrored rounds) run
+     interleaved, so each round's three warp reductions of one row overlap the other's; the same order keys, the
+     same tie rule (lower block first) as the warp select and the CPU gate; then the compaction of write_row.
+   The output lines of the CTA's layout rows are prefetched to L2 at the start (their address translation and
+   line fetch overlap the row loads instead of trailing the last store). */
+#define PS_QT 16
+#define PS_THREADS 256
+
+size_t select_pooled_smem(int P) { return ((size_t)P * (64 + PS_QT) + (size_t)PS_QT * 64) * sizeof(double); }
+
+/* 16-byte vector of the source type as fp64 values (bf16 / f16: 8, f32: 4), each through fp32 as the CPU gate. */
+__device__ __forceinline__ float ps_f32(const __nv_bfloat16 *, uint32_t bits) { return __uint_as_float(bits << 16); }
+__device__ __forceinline__ float ps_f32(const __half *, uint32_t bits)
+{
+    __half_raw r;
+    r.x = (unsigned short)bits;
+    return __half2float(__half(r));
+}
+template <typename T> struct PsVec {
+    enum { N = 8 };
+    static __device__ __forceinline__ void cvt(const uint4 r, double *o)
+    {
+        const uint32_t w[4] = {r.x, r.y, r.z, r.w};
+#pragma unroll
+        for (int u = 0; u < 4; u++) {
+            o[2 * u] = (double)ps_f32((const T *)0, w[u] & 0xffffu);
+            o[2 * u + 1] = (double)ps_f32((const T *)0, w[u] >> 16);
         }
+    }
+};
+template <> struct PsVec<float> {
+    enum { N = 4 };
+    static __device__ __forceinline__ void cvt(const uint4 r, double *o)
+    {
+        o[0] = (double)__uint_as_float(r.x);
+        o[1] = (double)__uint_as_float(r.y);
+        o[2] = (double)__uint_as_float(r.z);
+        o[3] = (double)__uint_as_float(r.w);
+    }
+};
+
+/* bsk__topk_candidate, bsk__topk_diagonal and bsk__attn_tile_class in 32-bit arithmetic: the host takes this kernel
+   only where every sequence position, block size and offset stays far below 2^31 (ps_fits), so the results are
+   the same; in 64 bits the selection took ~1000 instructions per warp (ncu, run 1), a third of them 64-bit compares
+   and the diagonal's 64-bit division call. */
+__device__ __forceinline__ bool ps_cand(int j, int bk, int q1, int kvl, int causal, int off)
+{
+    return j * bk < kvl && (!causal || j * bk <= q1 - 1 + off);
+}
+__device__ __forceinline__ int ps_diag(int bk, int q1, int kvl, int causal, int off)
+{
+    const int key = min(q1 - 1 + off, kvl - 1);
+    if (key < 0) return -1;
+    const int jd = key / bk;
+    return ps_cand(jd, bk, q1, kvl, causal, off) ? jd : -1;
+}
+__device__ __forceinline__ int ps_class(int q0, int q1, int k0, int k1, int kvl, int causal, int off)
+{
+    if (k0 >= kvl || q1 <= q0 || k1 <= k0) return 2;
+    if (causal && k0 > q1 - 1 + off) return 2;
+    if (k1 > kvl) return 1;
+    if (causal && k1 - 1 > q0 + off) return 1;
+    return 0;
+}
+
+/* ws_rounds for NR rows at once: row x takes n[x] rounds over avail[x] (rev[x]: the mirrored rounds, lowest key
+   first, ties to the higher block); the rows' reductions are independent, so they overlap. Scanning t upwards,
+   an equal key replaces the best only in the mirrored direction (the higher block wins there). */
+template <int KPL, int NR>
+__device__ __forceinline__ void ps_rounds(const uint64_t (&key)[NR][KPL], const unsigned (&avail)[NR], const int (&n)[NR],
+                                          const bool (&rev)[NR], unsigned (&taken)[NR], int lane)
+{
+    int nmax = 0;
+#pragma unroll
+    for (int x = 0; x < NR; x++) { taken[x] = 0; nmax = max(nmax, n[x]); }
+    for (int r = 0; r < nmax; r++) {
+        unsigned hi[NR], mh[NR];
+        uint64_t best[NR];
+        int bt[NR];
+#pragma unroll
+        for (int x = 0; x < NR; x++) {
+            const unsigned left = r < n[x] ? avail[x] & ~taken[x] : 0u;
+            best[x] = 0;
+            bt[x] = -1;
+#pragma unroll
+            for (int t = 0; t < KPL; t++) {
+                const uint64_t k = rev[x] ? ~key[x][t] : key[x][t];
+                if (((left >> t) & 1u) && (bt[x] < 0 || k > best[x] || (rev[x] && k == best[x]))) { best[x] = k; bt[x] = t; }
+            }
+            hi[x] = bt[x] >= 0 ? (unsigned)(best[x] >> 32) : 0u;
+            mh[x] = __reduce_max_sync(0xffffffffu, hi[x]);
+        }
+        unsigned ml[NR];
+#pragma unroll
+        for (int x = 0; x < NR; x++)
+            ml[x] = __reduce_max_sync(0xffffffffu, bt[x] >= 0 && hi[x] == mh[x] ? (unsigned)best[x] : 0u);
+#pragma unroll
+        for (int x = 0; x < NR; x++) {
+            const bool win = bt[x] >= 0 && hi[x] == mh[x] && (unsigned)best[x] == ml[x];
+            const int j = lane + 32 * bt[x];
+            const int v = __reduce_min_sync(0xffffffffu, win ? (rev[x] ? 1023 - j : j) : INT_MAX);
+            const int jw = rev[x] ? 1023 - v : v;
+            if (r < n[x] && mh[x] != 0 && (jw & 31) == lane) taken[x] |= 1u << (jw >> 5);
+        }
+    }
+}
+
+template <typename T>
+__global__ void __launch_bounds__(PS_THREADS, 2) select_pooled_kernel(const SelArgs a)
+{
+    extern __shared__ double psm[];
+    typedef PsVec<T> V;
+    const int P = a.P, nb = a.nb, EG = P / V::N; /* 16-byte groups per row (<= 32) */
+    double *kT = psm, *qT = kT + P * 64, *sc = qT + P * PS_QT; /* kT[e][64], qT[e][16], sc[16][64] */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    cudaGridDependencySynchronize();
+#endif
+    /* grid (query tiles, heads, batch): no index division but h / group */
+    const int tid = threadIdx.x, w = tid >> 5, lane = tid & 31;
+    const int h = (int)blockIdx.y, b = (int)blockIdx.z, hk = h / a.group;
+    const int i0 = (int)blockIdx.x * PS_QT, nrow = min(PS_QT, a.mq - i0);
+    const int64_t row0 = ((int64_t)b * a.heads + h) * a.mq + i0;
+
+    /* ---- all loads at once */
+    const int kk = tid & 63, kg = tid >> 6, qq = tid & 15, qg = tid >> 4;
+    const T *kp = reinterpret_cast<const T *>(a.ksrc) + b * a.ksb + hk * a.ksh + kk * a.kss + kg * V::N;
+    const T *qp = reinterpret_cast<const T *>(a.qsrc) + b * a.qsb + h * a.qsh + (int64_t)(i0 + qq) * a.qss + qg * V::N;
+    uint4 kr[8], qr[2];
+#pragma unroll
+    for (int u = 0; u < 8; u++)
+        kr[u] = kk < nb && kg + 4 * u < EG ? __ldg(reinterpret_cast<const uint4 *>(kp + 4 * u * V::N)) : make_uint4(0, 0, 0, 0);
+#pragma unroll
+    for (int u = 0; u < 2; u++)
+        qr[u] = qq < nrow && qg + 16 * u < EG ? __ldg(reinterpret_cast<const uint4 *>(qp + 16 * u * V::N)) : make_uint4(0, 0, 0, 0);
+    if (w == 7 && lane < 4) { /* the layout lines this CTA writes: translated and fetched while the rows load */
+        const int32_t *o = lane == 0 ? a.fc + row0 : lane == 1 ? a.pc + row0 : lane == 2 ? a.fi + row0 * a.cap : a.pi + row0 * a.cap;
+        if (a.cap > 0 || lane < 2) prefetch_l2(o);
+    }
+    const int seq_k = (int)a.seq_k, seq_q = (int)a.seq_q, off = (int)a.off, bq = a.bq, bk = a.bk;
+    int kvl = seq_k;
+    if (a.kv_lens) { const int t = a.kv_lens[b]; kvl = t < 0 ? 0 : (t > seq_k ? seq_k : t); }
+
+    /* ---- fp64 in shared memory, transposed */
+#pragma unroll
+    for (int u = 0; u < 8; u++) {
+        if (kg + 4 * u < EG) {
+            double v[V::N];
+            V::cvt(kr[u], v);
+#pragma unroll
+            for (int x = 0; x < V::N; x++) kT[((kg + 4 * u) * V::N + x) * 64 + kk] = v[x];
+        }
+    }
+#pragma unroll
+    for (int u = 0; u < 2; u++) {
+        if (qg + 16 * u < EG) {
+            double v[V::N];
+            V::cvt(qr[u], v);
+#pragma unroll
+            for (int x = 0; x < V::N; x++) qT[((qg + 16 * u) * V::N + x) * PS_QT + qq] = v[x];
+        }
+    }
+    __syncthreads();
+
+    /* ---- scores: warps 0..3, 16 query blocks x 16 key blocks each */
+    if (w < 4 && 16 * w < nb) {
+        const int qi = 4 * (lane >> 3), kj = 16 * w + 2 * (lane & 7);
+        const double *qs = qT + qi, *ks = kT + kj;
+        double acc[4][2];
+#pragma unroll
+        for (int r = 0; r < 4; r++) acc[r][0] = acc[r][1] = 0.0;
+#pragma unroll 4
+        for (int e = 0; e < P; e++) {
+            fma4x2(acc, qs + e * PS_QT, ks + e * 64);
+        }
+#pragma unroll
+        for (int r = 0; r < 4; r++)
+            *reinterpret_cast<double2 *>(sc + (qi + r) * 64 + kj) = make_double2(acc[r][0], acc[r][1]);
+    }
+    __syncthreads();
+
+    /* ---- selection: warp w, query blocks w and w + 8 of the tile */
+    const int NR = 2;
+    uint64_t key[NR][2];
+    unsigned cand[NR], forced[NR], keep[NR], taken[NR];
+    int n[NR], q0[NR], q1[NR];
+    bool rev[NR];
+#pragma unroll
+    for (int x = 0; x < NR; x++) {
+        const int i = w + 8 * x;
+        const bool live = i < nrow;
+        q0[x] = (i0 + i) * bq;
+        q1[x] = min(q0[x] + bq, seq_q);
+        const int jd = live && a.keep_diag ? ps_diag(bk, q1[x], kvl, a.causal, off) : -1;
+        cand[x] = forced[x] = 0;
+#pragma unroll
+        for (int t = 0; t < 2; t++) {
+            const int j = lane + 32 * t;
+            key[x][t] = 0;
+            if (live && j < nb && ps_cand(j, bk, q1[x], kvl, a.causal, off)) {
+                key[x][t] = score_key(sc[i * 64 + j]);
+                if ((a.keep_first && j == 0) || j == jd) forced[x] |= 1u << t;
+                else cand[x] |= 1u << t;
+            }
+        }
+        const int nc = __reduce_add_sync(0xffffffffu, __popc(cand[x]));
+        const int room = a.top_k - __reduce_add_sync(0xffffffffu, __popc(forced[x]));
+        keep[x] = forced[x];
+        n[x] = 0;
+        rev[x] = false;
+        if (room >= nc) keep[x] |= cand[x];
+        else if (room > 0) {
+            rev[x] = room > nc - room;
+            n[x] = rev[x] ? nc - room : room;
+        }
+    }
+    ps_rounds<2, NR>(key, cand, n, rev, taken, lane);
+#pragma unroll
+    for (int x = 0; x < NR; x++) {
+        const int i = w + 8 * x;
+        if (i >= nrow) break; /* warp-uniform */
+        if (n[x] > 0) keep[x] |= rev[x] ? cand[x] & ~taken[x] : taken[x];
+        const int64_t row = row0 + i;
+        int nf = 0, np = 0;
+#pragma unroll
+        for (int t = 0; t < 2; t++) {
+            if (32 * t >= nb) break;
+            const int j = lane + 32 * t;
+            const int cls = (keep[x] >> t) & 1u ? ps_class(q0[x], q1[x], j * bk, (j + 1) * bk, kvl, a.causal, off) : -1;
+            emit_step(a, row, j, cls, lane, nf, np);
+        }
+        emit_counts(a, row, nf, np, lane);
     }
 }
 
@@ -718,6 +973,12 @@ int vec16_ok(const bsk_attn_tensor *t)
 {
     return t->dtype != BSK_F32 && t->dim % 8 == 0 && ((uintptr_t)t->data & 15u) == 0 && t->stride_batch % 8 == 0 &&
            t->stride_seq % 8 == 0 && t->stride_head % 8 == 0;
+}
+
+/* Rows read as 16-byte vectors of ve elements: the base 16-byte aligned, every stride a multiple of ve. */
+int rows16_ok(const bsk_attn_tensor *t, int ve)
+{
+    return ((uintptr_t)t->data & 15u) == 0 && t->stride_batch % ve == 0 && t->stride_seq % ve == 0 && t->stride_head % ve == 0;
 }
 
 unsigned grid_for(int64_t n, int64_t per)
@@ -730,7 +991,7 @@ unsigned grid_for(int64_t n, int64_t per)
    launch: its launch overlaps the previous kernel's tail. Only where the running image was compiled for sm_90+
    (ptxVersion), i.e. holds the kernel's griddepcontrol.wait, and not under variant bit 2. */
 template <typename K>
-bsk_status launch_select(K kernel, const struct bsk_cuda_state *cst, int variant, int64_t ctas, int threads, size_t smem,
+bsk_status launch_select(K kernel, const struct bsk_cuda_state *cst, int variant, dim3 grid, int threads, size_t smem,
                          cudaStream_t stream, const SelArgs &sa)
 {
     if (smem > 48 * 1024) {
@@ -739,7 +1000,7 @@ bsk_status launch_select(K kernel, const struct bsk_cuda_state *cst, int variant
     }
     cudaLaunchConfig_t cfg = {};
     cudaLaunchAttribute attr[1];
-    cfg.gridDim = dim3((unsigned)ctas);
+    cfg.gridDim = grid;
     cfg.blockDim = dim3((unsigned)threads);
     cfg.dynamicSmemBytes = smem;
     cfg.stream = stream;
@@ -755,6 +1016,12 @@ bsk_status launch_select(K kernel, const struct bsk_cuda_state *cst, int variant
     if (e != cudaSuccess) { (void)cudaGetLastError(); return bsk_cuda_status(e); }
     return BSK_SUCCESS;
 }
+template <typename K>
+bsk_status launch_select(K kernel, const struct bsk_cuda_state *cst, int variant, int64_t ctas, int threads, size_t smem,
+                         cudaStream_t stream, const SelArgs &sa)
+{
+    return launch_select(kernel, cst, variant, dim3((unsigned)ctas), threads, smem, stream, sa);
+}
 
 } // namespace
 
@@ -763,7 +1030,8 @@ bsk_status launch_select(K kernel, const struct bsk_cuda_state *cst, int variant
    programmatic dependent launch, bit 3 the tiled select where the warp select would run (the select of session
    3), bit 4 turns on the direct-read warp select's L2 prefetch of its rows (pre-pooled input; the workspace paths
    never prefetch), bit 5 the warp select's query-per-warp scoring split (a.qmap: measured neutral), bit 6 the early
-   conversion of pre-pooled rows (WsStage<T, false>, the default before session 6); variant 3 is the gate as it was
+   conversion of pre-pooled rows (WsStage<T, false>, the default before session 6), bit 7 (128) the direct-read warp
+   select where the one-pass pooled select would run (the default of session 6); variant 3 is the gate as it was
    before issue 7's rework. Every variant selects the same tiles. */
 extern "C" int bsk__topk_variant;
 int bsk__topk_variant = 0;
@@ -803,6 +1071,23 @@ extern "C" bsk_status bsk_cuda_topk_block_layout(bsk_context *ctx, const bsk_top
            fastest of the four (see the head of this file); bits 4 / 6 select the others */
         sa.l2pf = (variant & 16) != 0;
         const bool late = !(variant & 64);
+        const int ve = p->q.dtype == BSK_F32 ? 4 : 8, esz = p->q.dtype == BSK_F32 ? 4 : 2;
+        const size_t psm = select_pooled_smem((int)P);
+        /* 32-bit positions in the kernel (ps_cand, ps_class: j * bk, q1 - 1 + off stay below 2^31) */
+        const int64_t lim = (int64_t)1 << 29, offa = p->causal_offset < 0 ? -p->causal_offset : p->causal_offset;
+        const bool ps_fits = d->seq_q <= lim && d->seq_k <= lim && offa <= lim && out->block_q <= (1 << 22) &&
+                             out->block_k <= (1 << 22) && d->heads <= 65535 && d->batch <= 65535;
+        if (!(variant & 128) && nb <= 64 && P % ve == 0 && P * esz <= 512 && rows16_ok(&p->q, ve) && rows16_ok(&p->k, ve) &&
+            psm <= cst->smem_optin && ps_fits) {
+            /* the one-pass pooled select (session 7) */
+            const dim3 ctas((unsigned)((d->mq + PS_QT - 1) / PS_QT), (unsigned)d->heads, (unsigned)d->batch);
+            if (p->q.dtype == BSK_BF16) s = launch_select(select_pooled_kernel<__nv_bfloat16>, cst, variant, ctas, PS_THREADS, psm, stream, sa);
+            else if (p->q.dtype == BSK_F16) s = launch_select(select_pooled_kernel<__half>, cst, variant, ctas, PS_THREADS, psm, stream, sa);
+            else s = launch_select(select_pooled_kernel<float>, cst, variant, ctas, PS_THREADS, psm, stream, sa);
+            if (s) return s;
+            ctx->last_kernel = "cuda-topk";
+            return BSK_SUCCESS;
+        }
         const int64_t ctas = d->batch * d->heads * ((d->mq + WS_QT - 1) / WS_QT);
 #define BSK_TOPK_WARP_TL(T, L)                                                                                          \
     (kpl == 2 ? launch_select(select_warp_kernel<2, T, L>, cst, variant, ctas, WS_THREADS, wsm, stream, sa)            \
