@@ -200,7 +200,8 @@ static void print_prof(spmm_arg *sa)
 
 int main(int argc, char **argv)
 {
-    int quick = 0, variants = 0, cf32 = 0, ncu = 0, d1 = 0, ring4 = 0, bands = 0, prof = 0, skew = 0, tall = 0, fin = 0;
+    int quick = 0, variants = 0, cf32 = 0, ncu = 0, d1 = 0, ring4 = 0, bands = 0, prof = 0, skew = 0, tall = 0, fin = 0,
+        s7 = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) quick = 1;
         else if (!strcmp(argv[i], "--variants")) variants = 1;
@@ -212,6 +213,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--skew")) skew = 1; /* b128 skewed vs uniform: the long-row split, orders */
         else if (!strcmp(argv[i], "--tall")) tall = 1; /* few long rows (small M, large K): the split's other case */
         else if (!strcmp(argv[i], "--nodefault")) quick = 2; /* only the sets asked for */
+        else if (!strcmp(argv[i], "--s7")) s7 = 1; /* session 7: the L2 eviction hints on skewed and uniform b128 */
         else if (!strcmp(argv[i], "--final")) fin = 1; /* b128 uniform / skewed defaults, few-rows shapes split / not */
         else if (!strcmp(argv[i], "--ring4")) ring4 = 1; /* 4 ring stages + two store rounds vs 3 + one */   /* add the full pattern (d = 1): the kernel as a dense GEMM */
         else if (!strcmp(argv[i], "--size") && i + 1 < argc) M_ = N_ = K_ = atoll(argv[++i]);
@@ -372,13 +374,38 @@ int main(int argc, char **argv)
             ADD(.b = 128, .d = ds[di], .skew = 1, .tg = 8, .split = di == 1 ? 16 : 32, .tag = "tg 8 split 16/32");
         }
     }
-    if (skew && ncu) { /* one call each under ncu: DRAM bytes and L2 hit rate, skewed vs uniform */
+    if (skew && ncu && !s7) { /* one call each under ncu: DRAM bytes and L2 hit rate, skewed vs uniform */
         ADD(.b = 128, .d = 0.10, .tag = "ncu uniform");
         ADD(.b = 128, .d = 0.10, .skew = 1, .tag = "ncu skewed default");
         ADD(.b = 128, .d = 0.10, .skew = 1, .tg = 8, .tag = "ncu skewed tg 8");
         ADD(.b = 128, .d = 0.10, .skew = 1, .tg = 8, .split = 16, .tag = "ncu skewed tg 8 split 16");
         ADD(.b = 128, .d = 0.25, .skew = 1, .tag = "ncu skewed default");
         ADD(.b = 128, .d = 0.25, .skew = 1, .tg = 8, .tag = "ncu skewed tg 8");
+    }
+    if (s7 && !ncu) { /* session 7: the C-store L2 hint alone (l2hint 2) and session 6's (1: + A evict_last), skewed
+                         vs uniform b128, default runs alternated (run 2 also timed an evict_first hint on the
+                         B loads of long items, removed: docs/hopper-spmm-notes.md) */
+        ADD(.b = 128, .d = 0.10, .tag = "uniform default");
+        ADD(.b = 128, .d = 0.10, .l2h = 2, .tag = "uniform hint C");
+        ADD(.b = 128, .d = 0.10, .skew = 1, .tag = "default");
+        ADD(.b = 128, .d = 0.10, .skew = 1, .l2h = 2, .tag = "hint C");
+        ADD(.b = 128, .d = 0.10, .skew = 1, .tag = "default (repeat)");
+        ADD(.b = 128, .d = 0.10, .skew = 1, .l2h = 1, .tag = "hint A + C (session 6)");
+        ADD(.b = 128, .d = 0.10, .skew = 1, .seed = 2001, .tag = "seed 2001 default");
+        for (int di = 1; di < 3; di++) {
+            ADD(.b = 128, .d = ds[di], .tag = "uniform default");
+            ADD(.b = 128, .d = ds[di], .l2h = 2, .tag = "uniform hint C");
+            ADD(.b = 128, .d = ds[di], .skew = 1, .tag = "default");
+            ADD(.b = 128, .d = ds[di], .skew = 1, .l2h = 2, .tag = "hint C");
+        }
+        ADD(.b = 64, .d = 0.10, .skew = 1, .tag = "default");
+        ADD(.b = 64, .d = 0.10, .skew = 1, .l2h = 2, .tag = "hint C");
+    }
+    if (s7 && ncu) { /* DRAM bytes, b128 d .1 */
+        ADD(.b = 128, .d = 0.10, .tag = "ncu uniform");
+        ADD(.b = 128, .d = 0.10, .l2h = 2, .tag = "ncu uniform hint C");
+        ADD(.b = 128, .d = 0.10, .skew = 1, .tag = "ncu skewed default");
+        ADD(.b = 128, .d = 0.10, .skew = 1, .l2h = 2, .tag = "ncu skewed hint C");
     }
     if (fin) { /* the defaults: b128 uniform and skewed, and few-rows shapes with the default (automatic) split and without */
         for (int di = 0; di < 3; di++) {
@@ -410,7 +437,7 @@ int main(int argc, char **argv)
         ADD(.b = 128, .d = 0.10, .c32 = 1, .tag = "C fp32");
         ADD(.b = 128, .d = 0.50, .c32 = 1, .tag = "C fp32");
     }
-    if (ncu && !skew) { /* one call each, under the profiler */
+    if (ncu && !skew && !s7) { /* one call each, under the profiler */
         ADD(.b = 128, .d = 0.50, .tag = "ncu");
         ADD(.b = 128, .d = 0.10, .tag = "ncu");
         ADD(.b = 64, .d = 0.50, .tag = "ncu");

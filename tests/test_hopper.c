@@ -135,7 +135,7 @@ BSK_TEST(gpu_hopper_spmm_persistent_few_ctas)
         bsk__hopper_tune.max_ctas = 3;
         bsk__hopper_tune.b64_wgn = v == 2 ? 256 : 128;
         bsk__hopper_tune.b64_mode = v == 3 ? 1 : 0; /* v 1: the default (paired rows), v 3: split */
-        bsk__hopper_tune.l2hint = v <= 1;           /* L2 eviction hints on A loads and C stores */
+        bsk__hopper_tune.l2hint = v == 0 ? 1 : v == 2 ? 2 : 0; /* L2 hints: A loads and C stores, C only */
         bsk__hopper_tune.band_mb = v == 1 ? 1 : 0; /* tiny bands: many bands, partial last band */
         bsk__hopper_tune.classes = v % 3;           /* bit-length classes, none, two bits per class */
         bsk_bsr A = spmm_random_bsr(9 * b - 5, 8 * b, b, 0.45, BSK_PATTERN_SKEWED, v == 2 ? BSK_BF16 : BSK_F16);
@@ -150,6 +150,16 @@ BSK_TEST(gpu_hopper_spmm_persistent_few_ctas)
         run_device_case(t, ctx, &A, N + 8 * 17, 0, 0, BSK_BF16, 1.5f, 0.0f, 1);
         bsk__hopper_tune.ring4 = 0;
         bsk_bsr_free(&A);
+    }
+    bsk__hopper_tune = saved;
+    /* op T with the C hint */
+    {
+        bsk_bsr S = spmm_random_bsr(6 * 128 + 3, 5 * 128, 128, 0.5, BSK_PATTERN_SKEWED, BSK_F16);
+        bsk__hopper_tune.max_ctas = 3;
+        bsk__hopper_tune.l2hint = 2;
+        run_device_case_op(t, ctx, BSK_OP_T, &S, 8 * bsk_rng_int(r, 40, 70), 0, 0, BSK_F16, 1.0f, 0.0f, 1);
+        run_device_case_op(t, ctx, BSK_OP_T, &S, 136, 0, 0, BSK_F32, 0.5f, 0.5f, 1);
+        bsk_bsr_free(&S);
     }
     bsk__hopper_tune = saved;
     bsk_destroy(ctx);
@@ -173,7 +183,7 @@ BSK_TEST(gpu_hopper_spmm_cluster)
         bsk__hopper_tune.cluster = v < 4 ? 1 : 3;
         bsk__hopper_tune.max_ctas = w >= 2 ? 4 : 0;
         bsk__hopper_tune.cl_acq = w == 2;
-        bsk__hopper_tune.l2hint = w == 1;
+        bsk__hopper_tune.l2hint = w == 1 ? 1 : w == 3 ? 2 : 0; /* w 3: the C hint alone */
         int64_t M = 3 * b + bsk_rng_int(r, 1, b - 1), K = 5 * b + bsk_rng_int(r, 1, b - 1);
         int64_t N = 8 * bsk_rng_int(r, 40, 100); /* 1..4 N tiles of 256, odd or even */
         if (v >= 4 && w % 2) N += 1;             /* direct epilogue: N odd */

@@ -200,7 +200,9 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, cons
     p.split_ws = (float4 *)((char *)ws + off_slots);
     p.pf = pf;
     p.cl_acq = bsk__hopper_tune.cl_acq ? 1 : 0;
-    p.l2hint = bsk__hopper_tune.l2hint ? 1 : 0;
+    /* tune.l2hint: 1 A evict_last + C evict_first (session 6), 2 C evict_first only (session 7: within 1 % of
+       none everywhere) */
+    p.l2hint = bsk__hopper_tune.l2hint == 1 ? 3 : bsk__hopper_tune.l2hint == 2 ? 2 : 0;
     p.b_lbo = bsk__hopper_tune.bdesc_swap ? 1024u : 8192u;
     p.b_sbo = bsk__hopper_tune.bdesc_swap ? 8192u : 1024u;
     p.prof = (unsigned long long *)bsk__hopper_tune.prof_buf;

@@ -70,7 +70,7 @@ struct SpmmParams {
     float4 *split_ws;       /* per split part, N tile and consumer: one fp32 partial (SPLIT_F4 float4) */
     int pf;                 /* L2 prefetch lead in blocks per list (0: off; at most 32)             */
     int cl_acq;             /* clusters: consumers' full-barrier waits with cluster-scope acquire   */
-    int l2hint;             /* A loads evict_last, C stores evict_first                            */
+    int l2hint;             /* bits: 1 A loads evict_last, 2 C stores evict_first                  */
     uint32_t b_lbo, b_sbo;  /* B descriptor strides in bytes (8192 between 64-column panels, 1024
                                between 8-row groups); run-time only so a probe can try the swap    */
     unsigned long long *prof; /* BSK_HOPPER_PROF builds only: per CTA 16 cycle counters (PROF_* below) */
@@ -479,7 +479,7 @@ __global__ void __launch_bounds__(384, 1)
             const unsigned nt = (unsigned)p.nt,
                            total = CF::CAN_SPLIT ? *(volatile unsigned *)(p.counter + 1) : p.total_items;
             const int D = CF::TRANS ? 0 : p.pf; /* no L2 prefetch for op T (off by default anyway) */
-            const uint64_t pol_a = l2_policy_evict_last(); /* used only with p.l2hint */
+            const uint64_t pol_a = l2_policy_evict_last(); /* used only with p.l2hint & 1 */
             /* Items: CTA 0's lane 0 takes them from the queue (fetch, one item ahead); in a cluster it hands each
                to CTA 1 through the channel (exchange), whose producer then walks the same blocks. */
             auto fetch = [&]() -> unsigned { return (lane == 0 && rank == 0) ? atomicAdd(p.counter, 1u) : 0u; };
@@ -696,7 +696,7 @@ __global__ void __launch_bounds__(384, 1)
                                 const uint32_t adst = sbase + CF::A_OFF + s * CF::A_BYTES;
                                 const uint32_t bdst = sbase + CF::B_OFF + s * CF::B_BYTES;
                                 if (CF::PAIR) { /* each row's 64 x 64 block into its consumer's half */
-                                    if (p.l2hint) {
+                                    if (p.l2hint & 1) {
                                         if (inA) tma_load_3d_hint(adst, &tmA, fb, 0, 0, vblkA, pol_a);
                                         if (inB) tma_load_3d_hint(adst + 64u * 128u, &tmA, fb, 0, 0, vblkB, pol_a);
                                     } else {
@@ -710,7 +710,7 @@ __global__ void __launch_bounds__(384, 1)
                                 } else if (CL) /* my 64 rows of A's panel, into both CTAs */
                                     tma_load_3d_mc(adst + rank * 64u * 128u, &tmA, fb, h * 64, (int)rank * 64, blkA,
                                                    (uint16_t)3);
-                                else if (p.l2hint)
+                                else if (p.l2hint & 1)
                                     tma_load_3d_hint(adst, &tmA, fb, h * 64, 0, blkA, pol_a);
                                 else
                                     tma_load_3d(adst, &tmA, fb, h * 64, 0, blkA);
@@ -877,7 +877,7 @@ __global__ void __launch_bounds__(384, 1)
                     fence_proxy_async_smem();
                     named_bar_sync(1 + c, 128);
                     if (tw == 0 && wc0 + 64 * Q0 < p.N && wr0 < p.M) {
-                        if (p.l2hint) {
+                        if (p.l2hint & 2) {
                             const uint64_t pol_c = l2_policy_evict_first();
 #pragma unroll
                             for (int q = 0; q < CF::EPQ; ++q)
