@@ -319,15 +319,17 @@ BSK_API bsk_status bsk_sddmm(bsk_context *ctx, float alpha, const bsk_dense *X, 
    bsk_spmm picks its kernel by itself (block size, dtypes, shape, density; thresholds measured on an H100). The
    autotuner refines that pick for the GPU at hand. A context holds a tuning table: per case class, the kernel
    family measured fastest. A class is (op, block rows x cols, A's dtype, C's dtype, floor(log2) of M, N and K,
-   the block density nnzb / (mb·nb) in steps of 1/20): 2048 and 4096 are different classes, 3000 and 4000 the same.
+   the block density nnzb / (mb·nb) in steps of 1/20, beta == 0 or not): 2048 and 4096 are different classes, 3000
+   and 4000 the same.
    bsk_spmm on the device runs the recorded family first when its case's class is in the table; a family that
    cannot run a case exactly still declines it and the default order follows, so a table changes which kernel
    runs, never what is computed (beyond the kernels' own rounding). Families: "hopper" (TMA + wgmma, b = 64 / 128;
    kernels hopper-wgmma-b*), "hopper-small" (b = 16 / 32, hopper-wgmma-b*s; from a table it also runs below the
    density where the default hands over to "portable"), "portable" (mma.sync, sm_80+: cuda-mma*), "simt" (cuda-simt).
 
-   bsk_tune_spmm: runs every family that takes the case, on the context's stream (one warm-up run, then `iters`
-   timed runs with CUDA events, median, L2 not flushed), records the fastest in the table (replacing the class's
+   bsk_tune_spmm: runs every family that takes the case, on the context's stream (one warm-up run each, then
+   `iters` rounds timing each family once with CUDA events, in a shuffled order, L2 flushed before each run;
+   median per family), records the fastest in the table (replacing the class's
    earlier entry; the default's family stays unless another is more than 2 % faster) and leaves C = alpha·op(A)·B + beta·C as one bsk_spmm call would (the timed runs write a scratch
    copy of C). It synchronises the host: tune first, then capture graphs. result (may be NULL) receives the
    winner's family and kernel name, its median time and that of the default dispatch. Host operands: one CPU
@@ -335,9 +337,9 @@ BSK_API bsk_status bsk_sddmm(bsk_context *ctx, float alpha, const bsk_dense *X, 
    recorded, C not written), plus INVALID_ARGUMENT for iters outside [1, 1000], OUT_OF_MEMORY when the scratch
    copy cannot be allocated or the table is full (BSK_TUNE_MAX_ENTRIES classes).
 
-   bsk_tune_save / bsk_tune_load: the table as a text file, first line "bsk-tune 1 <device name>", then one line
+   bsk_tune_save / bsk_tune_load: the table as a text file, first line "bsk-tune 2 <device name>", then one line
    per class: "spmm <op n|t> <block rows> <block cols> <A dtype> <C dtype> <log2 M> <log2 N> <log2 K> <density
-   step 0..20> <family>" (dtypes f32 / f16 / bf16). The device name is bsk_device_info's (a CPU-only context: "cpu").
+   step 0..20> <beta0|beta1> <family>" (dtypes f32 / f16 / bf16; beta1: beta != 0; version 1 files are refused). The device name is bsk_device_info's (a CPU-only context: "cpu").
    Load replaces the context's table only when the whole file is valid: a file of another device is
    BSK_ERR_UNSUPPORTED, a malformed one (unknown words, numbers out of range, more than BSK_TUNE_MAX_ENTRIES lines,
    a line over 255 characters) BSK_ERR_INVALID_ARGUMENT, a file that cannot be opened, read or written

@@ -31,7 +31,8 @@ enum { BSK__FAM_NONE = 0, BSK__FAM_HOPPER = 1, BSK__FAM_HOPPER_SMALL = 2, BSK__F
        BSK__FAM_COUNT = 5 };
 const char *bsk__tune_family_name(int fam);
 /* The family recorded for this SpMM case's class, or BSK__FAM_NONE. O(entries); 0 work without a table. */
-int bsk__tune_lookup(const bsk_context *ctx, bsk_op op, const bsk_bsr *A, const bsk_dense *B, const bsk_dense *C);
+int bsk__tune_lookup(const bsk_context *ctx, bsk_op op, const bsk_bsr *A, const bsk_dense *B, float beta,
+                     const bsk_dense *C);
 /* Parse a tune file's text (len bytes, need not be NUL-terminated) for `device`: on success *out holds a newly
    allocated table (free()), which is NULL for a file without entries. Errors as bsk_tune_load. The fuzz target's entry. */
 bsk_status bsk__tune_parse(const char *text, size_t len, const char *device, struct bsk__tune_table **out);

@@ -331,20 +331,29 @@ BSK_TEST(gpu_hopper_small_declines)
 }
 
 /* The library's own choice (force = 0): below the density crossover (b32 0.09, b16 0.18: the portable kernel
-   is faster there) the small-block kernel declines and the portable one answers, above it the small-block
-   kernel runs; either way the result is right. Densities sit well clear of the thresholds. */
+   is faster there) or with fewer 256 x 128 items than half the SMs (the portable kernel's smaller tiles fill the
+   GPU) the small-block kernel declines and the portable one answers, else the small-block kernel runs; either way
+   the result is right. Densities sit well clear of the thresholds; the item rule is evaluated with this GPU's SM
+   count. */
 BSK_TEST(gpu_hopper_small_dispatch)
 {
     bsk_context *ctx = NULL;
     const char *why = small_skip_reason(&ctx);
     if (why) SKIP(why);
     bsk__hopper_small_tune.force = 0;
-    const struct { int b; double d; int small; } cases[4] = {{32, 0.04, 0}, {32, 0.30, 1}, {16, 0.08, 0}, {16, 0.35, 1}};
-    for (int i = 0; i < 4; i++) {
+    bsk_device_info info;
+    REQUIRE_OK(bsk_device_query(&info));
+    /* rows: 2560 (10 items of 256 rows) or 48 blocks; N 1024 (8 column tiles) or 256 (2) */
+    const struct { int b; double d; int64_t M, N; int dense_enough; } cases[] = {
+        {32, 0.04, 2560, 1024, 0}, {32, 0.30, 2560, 1024, 1}, {16, 0.08, 2560, 1024, 0}, {16, 0.35, 2560, 1024, 1},
+        {32, 0.30, 32 * 48, 256, 1}, {16, 0.35, 16 * 48, 256, 1}};
+    for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++) {
         const int b = cases[i].b;
-        bsk_bsr A = spmm_random_bsr((int64_t)b * 48, (int64_t)b * 40, b, cases[i].d, BSK_PATTERN_UNIFORM, BSK_F16);
-        run_case(t, ctx, &A, 256, 0, 0, BSK_F16, 1.0f, 0.0f, cases[i].small ? small_name(b) : NULL);
-        if (!cases[i].small) CHECK(strcmp(bsk_last_kernel(ctx), small_name(b)) != 0);
+        const int64_t items = (cases[i].M / b + 256 / b - 1) / (256 / b) * ((cases[i].N + 127) / 128);
+        const int small = cases[i].dense_enough && 2 * items >= info.multiprocessors;
+        bsk_bsr A = spmm_random_bsr(cases[i].M, (int64_t)b * 40, b, cases[i].d, BSK_PATTERN_UNIFORM, BSK_F16);
+        run_case(t, ctx, &A, cases[i].N, 0, 0, BSK_F16, 1.0f, 0.0f, small ? small_name(b) : NULL);
+        if (!small) CHECK(strcmp(bsk_last_kernel(ctx), small_name(b)) != 0);
         bsk_bsr_free(&A);
     }
     bsk_destroy(ctx);

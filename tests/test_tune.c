@@ -37,11 +37,11 @@ static char *read_all(const char *path, size_t *len)
     return b;
 }
 
-static const char good[] = "bsk-tune 1 cpu\n"
-                           "spmm n 32 32 f16 f16 12 12 12 1 hopper-small\n"
-                           "spmm t 128 128 bf16 f32 13 13 13 5 hopper\n"
-                           "spmm n 16 16 f32 f32 10 9 11 20 simt\n"
-                           "spmm n 64 32 f16 bf16 0 62 1 0 portable\n";
+static const char good[] = "bsk-tune 2 cpu\n"
+                           "spmm n 32 32 f16 f16 12 12 12 1 beta0 hopper-small\n"
+                           "spmm t 128 128 bf16 f32 13 13 13 5 beta0 hopper\n"
+                           "spmm n 16 16 f32 f32 10 9 11 20 beta1 simt\n"
+                           "spmm n 64 32 f16 bf16 0 62 1 0 beta0 portable\n";
 
 BSK_TEST(tune_file_round_trip)
 {
@@ -60,18 +60,24 @@ BSK_TEST(tune_file_round_trip)
     CHECK(len == sizeof good - 1 && memcmp(back, good, len) == 0);
     free(back);
     /* comments, blank lines, CRLF, repeated spaces; a class given twice keeps the later family */
-    static const char loose[] = "bsk-tune 1 cpu\r\n# comment\r\n\r\nspmm  n 32 32 f16 f16 12 12 12 1 portable\r\n"
-                                "spmm n 32 32\tf16 f16 12 12 12 1 hopper-small\r\n";
+    static const char loose[] = "bsk-tune 2 cpu\r\n# comment\r\n\r\nspmm  n 32 32 f16 f16 12 12 12 1 beta0 portable\r\n"
+                                "spmm n 32 32\tf16 f16 12 12 12 1 beta0 hopper-small\r\n";
     REQUIRE(tune_file(p1, sizeof p1, "loose", loose, sizeof loose - 1));
     REQUIRE_OK(bsk_tune_load(ctx, p1));
     CHECK(bsk_tune_entries(ctx) == 1);
     REQUIRE_OK(bsk_tune_save(ctx, p2));
     back = read_all(p2, &len);
     REQUIRE(back);
-    CHECK(strcmp(back, "bsk-tune 1 cpu\nspmm n 32 32 f16 f16 12 12 12 1 hopper-small\n") == 0);
+    CHECK(strcmp(back, "bsk-tune 2 cpu\nspmm n 32 32 f16 f16 12 12 12 1 beta0 hopper-small\n") == 0);
     free(back);
+    /* beta == 0 and beta != 0 are different classes */
+    static const char betas[] = "bsk-tune 2 cpu\nspmm n 32 32 f16 f16 12 12 12 1 beta0 portable\n"
+                                "spmm n 32 32 f16 f16 12 12 12 1 beta1 hopper-small\n";
+    REQUIRE(tune_file(p1, sizeof p1, "betas", betas, sizeof betas - 1));
+    REQUIRE_OK(bsk_tune_load(ctx, p1));
+    CHECK(bsk_tune_entries(ctx) == 2);
     /* a header alone is a valid, empty table */
-    REQUIRE(tune_file(p1, sizeof p1, "empty", "bsk-tune 1 cpu\n", 15));
+    REQUIRE(tune_file(p1, sizeof p1, "empty", "bsk-tune 2 cpu\n", 15));
     REQUIRE_OK(bsk_tune_load(ctx, p1));
     CHECK(bsk_tune_entries(ctx) == 0);
     bsk_tune_clear(ctx);
@@ -90,24 +96,27 @@ BSK_TEST(tune_file_malformed)
     REQUIRE_OK(bsk_tune_load(ctx, p));
     static const struct { const char *text; bsk_status want; } bad[] = {
         {"", BSK_ERR_INVALID_ARGUMENT},
-        {"bsk-tune 2 cpu\n", BSK_ERR_INVALID_ARGUMENT},
+        {"bsk-tune 3 cpu\n", BSK_ERR_INVALID_ARGUMENT},
         {"bsk-tun 1 cpu\n", BSK_ERR_INVALID_ARGUMENT},
-        {"bsk-tune 1 NVIDIA H100 80GB HBM3\nspmm n 32 32 f16 f16 12 12 12 1 hopper\n", BSK_ERR_UNSUPPORTED},
-        {"bsk-tune 1 cpu\nspmm x 32 32 f16 f16 12 12 12 1 hopper\n", BSK_ERR_INVALID_ARGUMENT},
-        {"bsk-tune 1 cpu\nsddmm n 32 32 f16 f16 12 12 12 1 hopper\n", BSK_ERR_INVALID_ARGUMENT},
-        {"bsk-tune 1 cpu\nspmm n 0 32 f16 f16 12 12 12 1 hopper\n", BSK_ERR_INVALID_ARGUMENT},
-        {"bsk-tune 1 cpu\nspmm n 32 1025 f16 f16 12 12 12 1 hopper\n", BSK_ERR_INVALID_ARGUMENT},
-        {"bsk-tune 1 cpu\nspmm n 32 32 f64 f16 12 12 12 1 hopper\n", BSK_ERR_INVALID_ARGUMENT},
-        {"bsk-tune 1 cpu\nspmm n 32 32 f16 f16 63 12 12 1 hopper\n", BSK_ERR_INVALID_ARGUMENT},
-        {"bsk-tune 1 cpu\nspmm n 32 32 f16 f16 12 12 12 21 hopper\n", BSK_ERR_INVALID_ARGUMENT},
-        {"bsk-tune 1 cpu\nspmm n 32 32 f16 f16 12 12 -1 1 hopper\n", BSK_ERR_INVALID_ARGUMENT},
-        {"bsk-tune 1 cpu\nspmm n 32 32 f16 f16 12 12 +1 1 hopper\n", BSK_ERR_INVALID_ARGUMENT},
-        {"bsk-tune 1 cpu\nspmm n 32 32 f16 f16 12 12 12 1 none\n", BSK_ERR_INVALID_ARGUMENT},
-        {"bsk-tune 1 cpu\nspmm n 32 32 f16 f16 12 12 12 1 gpu\n", BSK_ERR_INVALID_ARGUMENT},
-        {"bsk-tune 1 cpu\nspmm n 32 32 f16 f16 12 12 12 1\n", BSK_ERR_INVALID_ARGUMENT},
-        {"bsk-tune 1 cpu\nspmm n 32 32 f16 f16 12 12 12 1 hopper extra\n", BSK_ERR_INVALID_ARGUMENT},
-        {"bsk-tune 1 cpu\nspmm n 32 32 f16 f16 12 12 0x1 1 hopper\n", BSK_ERR_INVALID_ARGUMENT},
-        {"bsk-tune 1 cpu\n spmm n 32 32 f16 f16 12 12 12 1 hopper trailing-good-then-bad\n", BSK_ERR_INVALID_ARGUMENT},
+        {"bsk-tune 2 NVIDIA H100 80GB HBM3\nspmm n 32 32 f16 f16 12 12 12 1 beta0 hopper\n", BSK_ERR_UNSUPPORTED},
+        {"bsk-tune 2 cpu\nspmm x 32 32 f16 f16 12 12 12 1 beta0 hopper\n", BSK_ERR_INVALID_ARGUMENT},
+        {"bsk-tune 2 cpu\nsddmm n 32 32 f16 f16 12 12 12 1 beta0 hopper\n", BSK_ERR_INVALID_ARGUMENT},
+        {"bsk-tune 2 cpu\nspmm n 32 32 f16 f16 12 12 12 1 beta2 hopper\n", BSK_ERR_INVALID_ARGUMENT},
+        {"bsk-tune 2 cpu\nspmm n 32 32 f16 f16 12 12 12 1 hopper beta0\n", BSK_ERR_INVALID_ARGUMENT},
+        {"bsk-tune 1 cpu\nspmm n 32 32 f16 f16 12 12 12 1 hopper\n", BSK_ERR_INVALID_ARGUMENT}, /* version 1 */
+        {"bsk-tune 2 cpu\nspmm n 0 32 f16 f16 12 12 12 1 beta0 hopper\n", BSK_ERR_INVALID_ARGUMENT},
+        {"bsk-tune 2 cpu\nspmm n 32 1025 f16 f16 12 12 12 1 beta0 hopper\n", BSK_ERR_INVALID_ARGUMENT},
+        {"bsk-tune 2 cpu\nspmm n 32 32 f64 f16 12 12 12 1 beta0 hopper\n", BSK_ERR_INVALID_ARGUMENT},
+        {"bsk-tune 2 cpu\nspmm n 32 32 f16 f16 63 12 12 1 beta0 hopper\n", BSK_ERR_INVALID_ARGUMENT},
+        {"bsk-tune 2 cpu\nspmm n 32 32 f16 f16 12 12 12 21 beta0 hopper\n", BSK_ERR_INVALID_ARGUMENT},
+        {"bsk-tune 2 cpu\nspmm n 32 32 f16 f16 12 12 -1 1 beta0 hopper\n", BSK_ERR_INVALID_ARGUMENT},
+        {"bsk-tune 2 cpu\nspmm n 32 32 f16 f16 12 12 +1 1 beta0 hopper\n", BSK_ERR_INVALID_ARGUMENT},
+        {"bsk-tune 2 cpu\nspmm n 32 32 f16 f16 12 12 12 1 beta0 none\n", BSK_ERR_INVALID_ARGUMENT},
+        {"bsk-tune 2 cpu\nspmm n 32 32 f16 f16 12 12 12 1 beta0 gpu\n", BSK_ERR_INVALID_ARGUMENT},
+        {"bsk-tune 2 cpu\nspmm n 32 32 f16 f16 12 12 12 1\n", BSK_ERR_INVALID_ARGUMENT},
+        {"bsk-tune 2 cpu\nspmm n 32 32 f16 f16 12 12 12 1 beta0 hopper extra\n", BSK_ERR_INVALID_ARGUMENT},
+        {"bsk-tune 2 cpu\nspmm n 32 32 f16 f16 12 12 0x1 1 beta0 hopper\n", BSK_ERR_INVALID_ARGUMENT},
+        {"bsk-tune 2 cpu\n spmm n 32 32 f16 f16 12 12 12 1 beta0 hopper trailing-good-then-bad\n", BSK_ERR_INVALID_ARGUMENT},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         REQUIRE(tune_file(p, sizeof p, "bad", bad[i].text, strlen(bad[i].text)));
@@ -117,25 +126,25 @@ BSK_TEST(tune_file_malformed)
         CHECK(bsk_tune_entries(ctx) == 4); /* unchanged */
     }
     /* a NUL byte inside a line, a line of 256 characters, 257 distinct classes */
-    static const char nul[] = "bsk-tune 1 cpu\nspmm n 32 32 f16\0 f16 12 12 12 1 hopper\n";
+    static const char nul[] = "bsk-tune 2 cpu\nspmm n 32 32 f16\0 f16 12 12 12 1 beta0 hopper\n";
     REQUIRE(tune_file(p, sizeof p, "nul", nul, sizeof nul - 1));
     CHECK_STATUS(bsk_tune_load(ctx, p), BSK_ERR_INVALID_ARGUMENT);
     char *big = (char *)malloc(64 * 1024);
     REQUIRE(big);
-    int n = snprintf(big, 64 * 1024, "bsk-tune 1 cpu\n# ");
+    int n = snprintf(big, 64 * 1024, "bsk-tune 2 cpu\n# ");
     for (int i = 0; i < 254; i++) big[n++] = 'x';
     big[n++] = '\n';
     REQUIRE(tune_file(p, sizeof p, "long", big, (size_t)n));
     CHECK_STATUS(bsk_tune_load(ctx, p), BSK_ERR_INVALID_ARGUMENT);
-    n = snprintf(big, 64 * 1024, "bsk-tune 1 cpu\n");
+    n = snprintf(big, 64 * 1024, "bsk-tune 2 cpu\n");
     for (int i = 0; i <= BSK_TUNE_MAX_ENTRIES; i++)
-        n += snprintf(big + n, 64 * 1024 - (size_t)n, "spmm n %d 32 f16 f16 12 12 12 1 simt\n", 1 + i);
+        n += snprintf(big + n, 64 * 1024 - (size_t)n, "spmm n %d 32 f16 f16 12 12 12 1 beta0 simt\n", 1 + i);
     REQUIRE(tune_file(p, sizeof p, "many", big, (size_t)n));
     CHECK_STATUS(bsk_tune_load(ctx, p), BSK_ERR_INVALID_ARGUMENT);
     /* exactly the maximum is fine */
-    n = snprintf(big, 64 * 1024, "bsk-tune 1 cpu\n");
+    n = snprintf(big, 64 * 1024, "bsk-tune 2 cpu\n");
     for (int i = 0; i < BSK_TUNE_MAX_ENTRIES; i++)
-        n += snprintf(big + n, 64 * 1024 - (size_t)n, "spmm n %d 32 f16 f16 12 12 12 1 simt\n", 1 + i);
+        n += snprintf(big + n, 64 * 1024 - (size_t)n, "spmm n %d 32 f16 f16 12 12 12 1 beta0 simt\n", 1 + i);
     REQUIRE(tune_file(p, sizeof p, "max", big, (size_t)n));
     CHECK_STATUS(bsk_tune_load(ctx, p), BSK_SUCCESS);
     CHECK(bsk_tune_entries(ctx) == BSK_TUNE_MAX_ENTRIES);
@@ -266,12 +275,13 @@ static void tune_gpu_case(bsk_test_ctx *t, bsk_context *ctx, bsk_op op, int b, d
     /* the winner is the default's family or one measured faster; the default dispatch was timed apart (noise) */
     CHECK(isfinite(res->ms) && res->ms > 0 && isfinite(res->default_ms) && res->ms <= res->default_ms * 1.5);
     CHECK(res->kernel[0] && res->default_kernel[0] && strcmp(res->family, "cpu") != 0);
-    /* the class is recorded: the next bsk_spmm of this case runs the tuned kernel (beta 0, C poisoned) */
-    bsk_dense P = bsk_test_dense_poison(M, N, 0, BSK_F16);
+    /* the class (beta != 0 is part of it) is recorded: the next bsk_spmm of this case with another nonzero beta
+       runs the tuned kernel and is right */
+    bsk_dense P = bsk_test_dense(M, N, 0, BSK_F16, r);
     REQUIRE(P.data);
     REQUIRE_OK(bsk_cuda_memcpy(dC.data, P.data, spmm_dense_bytes(&P), 1, 0));
-    bsk_ref_spmm(op, 1.0, &A, &B, 0.0, NULL, ref);
-    REQUIRE_OK(bsk_spmm(ctx, op, 1.0f, &dA, &dB, 0.0f, &dC));
+    bsk_ref_spmm(op, 1.0, &A, &B, -0.25, &P, ref);
+    REQUIRE_OK(bsk_spmm(ctx, op, 1.0f, &dA, &dB, -0.25f, &dC));
     CHECK(strcmp(bsk_last_kernel(ctx), res->kernel) == 0);
     REQUIRE_OK(bsk_synchronize(ctx));
     REQUIRE_OK(bsk_cuda_memcpy(C.data, dC.data, spmm_dense_bytes(&C), 0, 1));
@@ -327,7 +337,7 @@ BSK_TEST(gpu_tune_forced_family)
     const int hopper = info.cc_major == 9 && info.cc_minor == 0 && strstr(info.arch_list, "sm_90a");
     /* M = 384 (floor log2 8), N = 256 (8), K = 512 (9), b32 at d 0.05 (step 1) */
     char text[512], p[128];
-    snprintf(text, sizeof text, "bsk-tune 1 %s\nspmm n 32 32 f16 f16 8 8 9 1 hopper-small\n", info.name);
+    snprintf(text, sizeof text, "bsk-tune 2 %s\nspmm n 32 32 f16 f16 8 8 9 1 beta0 hopper-small\n", info.name);
     snprintf(p, sizeof p, "/tmp/bsk_test_tune_forced_%llu.txt", (unsigned long long)bsk_rng_next(bsk_test_rng()));
     FILE *f = fopen(p, "w");
     REQUIRE(f);

@@ -10,7 +10,7 @@ int cmd_tune(int argc, char **argv)
 {
     const char *cmd = "tune";
     const char *out_path = "bsk_tune.txt", *blocks_s = "16,32,64,128", *dens_s = "0.05,0.10,0.25,0.50",
-               *shapes_s = "4096x4096x4096", *ops_s = "n,t";
+               *shapes_s = "4096x4096x4096", *ops_s = "n,t", *betas_s = "0,1";
     int dtype = BSK_F16, quick = 0;
     int64_t iters = 10, check_rows = 4;
     uint64_t seed = 1;
@@ -20,11 +20,12 @@ int cmd_tune(int argc, char **argv)
         CLI_OPT_STR("densities", &dens_s, "block densities (default 0.05,0.10,0.25,0.50)"),
         CLI_OPT_STR("shapes", &shapes_s, "MxNxK list (default 4096x4096x4096)"),
         CLI_OPT_STR("ops", &ops_s, "n, t or n,t (default n,t: op t is dX = W^T dY in training)"),
+        CLI_OPT_STR("betas", &betas_s, "beta values (default 0,1: beta = 0 and beta != 0 are classes of their own)"),
         CLI_OPT_CHOICE("dtype", &dtype, CLI_DTYPES, "A and B dtype; C has the same (default f16)"),
         CLI_OPT_INT("iters", &iters, 1, 1000, "timed runs per family (median; default 10)"),
         CLI_OPT_INT("check-rows", &check_rows, 0, 1 << 30, "block rows checked vs the CPU backend (0: all; default 4)"),
         CLI_OPT_U64("seed", &seed, "random seed (default 1)"),
-        CLI_OPT_FLAG("quick", &quick, "one small shape (1024^3), 3 timed runs"),
+        CLI_OPT_FLAG("quick", &quick, "one small shape (1024^3), beta 0, 5 timed rounds"),
     };
     int npos, rc = cli_parse(argc, argv, opts, (int)(sizeof opts / sizeof opts[0]),
                              "bsk tune [--out FILE] [--blocks 16,32,64,128] [--densities ...] [--shapes MxNxK,...]",
@@ -33,30 +34,33 @@ int cmd_tune(int argc, char **argv)
                              "and save the table (load it with bsk_tune_load or the environment variable BSK_TUNE_FILE).",
                              NULL, 0, &npos);
     if (rc) return rc == CLI_HELP ? CLI_OK : rc;
-    if (quick) { shapes_s = "1024x1024x1024"; iters = 3; }
+    if (quick) { shapes_s = "1024x1024x1024"; betas_s = "0"; iters = 5; }
     int64_t blocks[8], shapes[8][3];
-    double dens[16];
+    double dens[16], betas[4];
     int ops[2];
     int nb = cli_list_int(cmd, "blocks", blocks_s, 1, 1024, blocks, 8);
     int nd = cli_list_real(cmd, "densities", dens_s, 1e-6, 1.0, dens, 16);
     int ns = cli_list_shape(cmd, "shapes", shapes_s, shapes, 8);
     int no = cli_list_choice(cmd, "ops", ops_s, "n|t", ops, 2);
-    if (nb < 0 || nd < 0 || ns < 0 || no < 0) return CLI_USAGE;
+    int nbe = cli_list_real(cmd, "betas", betas_s, -1e6, 1e6, betas, 4);
+    if (nb < 0 || nd < 0 || ns < 0 || no < 0 || nbe < 0) return CLI_USAGE;
 
     bsk_context *ctx = NULL;
     int device;
     if (cli_open(cmd, CLI_DEV_CUDA, &ctx, &device)) return CLI_FAIL;
     const bsk_dtype dt = (bsk_dtype)dtype;
     int ret = CLI_OK, changed = 0, cases = 0;
-    printf("%-3s %-5s %-5s %-16s | %-22s %9s | %-22s %9s | %7s | %s\n", "op", "block", "dens", "shape M x N x K",
+    printf("%-3s %-5s %-5s %-4s %-16s | %-22s %9s | %-22s %9s | %7s | %s\n", "op", "block", "dens", "beta", "shape M x N x K",
            "default kernel", "ms", "tuned kernel", "ms", "speedup", "check");
     for (int si = 0; si < ns && ret == CLI_OK; si++)
         for (int oi = 0; oi < no && ret == CLI_OK; oi++)
             for (int bi = 0; bi < nb && ret == CLI_OK; bi++)
-                for (int di = 0; di < nd && ret == CLI_OK; di++) {
+                for (int di = 0; di < nd && ret == CLI_OK; di++)
+                for (int ei = 0; ei < nbe && ret == CLI_OK; ei++) {
                     const int64_t m = shapes[si][0], n = shapes[si][1], k = shapes[si][2];
                     const bsk_op op = (bsk_op)ops[oi];
                     const int32_t b = (int32_t)blocks[bi];
+                    const float beta = (float)betas[ei];
                     bsk_bsr A = {0}, dA = {0};
                     bsk_dense B = {0}, C0 = {0}, C = {0}, dB = {0}, dC = {0};
                     bsk_tune_result r;
@@ -75,11 +79,11 @@ int cmd_tune(int argc, char **argv)
                     if (!s) s = cli_dense_copy(&dB, &B);
                     if (!s) s = cli_dense_copy(&dC, &C0);
                     /* beta != 0: the tuner must leave C = alpha A B + beta C0, however many runs it timed */
-                    if (!s) s = bsk_tune_spmm(ctx, op, 1.0f, &dA, &dB, 0.5f, &dC, (int)iters, &r);
+                    if (!s) s = bsk_tune_spmm(ctx, op, 1.0f, &dA, &dB, beta, &dC, (int)iters, &r);
                     if (!s) s = bsk_synchronize(ctx);
                     if (!s) s = cli_dense_copy(&C, &dC);
                     double err = NAN, tol = cli_tol(dt, dt);
-                    if (!s) err = cli_check_spmm(op, 1.0f, &A, &B, 0.5f, &C0, &C, CLI_REF_CPU, check_rows, 0, &s);
+                    if (!s) err = cli_check_spmm(op, 1.0f, &A, &B, beta, &C0, &C, CLI_REF_CPU, check_rows, 0, &s);
                     if (s) {
                         fprintf(stderr, "bsk %s: op %c b %d d %.3f %lldx%lldx%lld: %s\n", cmd, op ? 't' : 'n', b,
                                 dens[di], (long long)m, (long long)n, (long long)k, bsk_status_string(s));
@@ -89,8 +93,8 @@ int cmd_tune(int argc, char **argv)
                         snprintf(shape, sizeof shape, "%lldx%lldx%lld", (long long)m, (long long)n, (long long)k);
                         int pass = err <= tol;
                         changed += strcmp(r.kernel, r.default_kernel) != 0;
-                        printf("%-3s %-5d %-5.3f %-16s | %-22s %9.4f | %-22s %9.4f | %6.2fx | %.1e %s\n",
-                               op ? "t" : "n", b, dens[di], shape, r.default_kernel, r.default_ms, r.kernel, r.ms,
+                        printf("%-3s %-5d %-5.3f %-4g %-16s | %-22s %9.4f | %-22s %9.4f | %6.2fx | %.1e %s\n",
+                               op ? "t" : "n", b, dens[di], (double)beta, shape, r.default_kernel, r.default_ms, r.kernel, r.ms,
                                r.default_ms / r.ms, err, pass ? "ok" : "FAIL");
                         fflush(stdout);
                         if (!pass) ret = CLI_FAIL;

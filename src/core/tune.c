@@ -9,7 +9,8 @@
 
 /* One case class and its family. Small integers: a table is 256 entries at most. */
 typedef struct tune_entry {
-    int op, br, bc, adt, cdt, lm, ln, lk, dstep, fam;
+    int op, br, bc, adt, cdt, lm, ln, lk, dstep, beta1, fam; /* beta1: beta != 0 (the Hopper kernels' epilogue
+                                                                differs: C is read, no TMA store) */
 } tune_entry;
 
 struct bsk__tune_table {
@@ -19,6 +20,7 @@ struct bsk__tune_table {
 
 static const char *const fam_names[BSK__FAM_COUNT] = {"none", "hopper", "hopper-small", "portable", "simt"};
 static const char *const dtype_names[3] = {"f32", "f16", "bf16"}; /* index = bsk_dtype */
+static const char *const beta_names[2] = {"beta0", "beta1"};       /* beta == 0, beta != 0 */
 
 const char *bsk__tune_family_name(int fam) { return fam >= 0 && fam < BSK__FAM_COUNT ? fam_names[fam] : "none"; }
 
@@ -30,7 +32,7 @@ static int floor_log2(int64_t x)
 }
 
 /* The class of an SpMM case (the operands already validated). */
-static tune_entry class_of(bsk_op op, const bsk_bsr *A, const bsk_dense *B, const bsk_dense *C)
+static tune_entry class_of(bsk_op op, const bsk_bsr *A, const bsk_dense *B, float beta, const bsk_dense *C)
 {
     tune_entry t;
     const double cells = (double)bsk_bsr_mb(A) * (double)bsk_bsr_nb(A);
@@ -41,6 +43,7 @@ static tune_entry class_of(bsk_op op, const bsk_bsr *A, const bsk_dense *B, cons
     t.adt = (int)A->dtype; t.cdt = (int)C->dtype;
     t.lm = floor_log2(C->rows); t.ln = floor_log2(C->cols); t.lk = floor_log2(B->rows);
     t.dstep = step < 0 ? 0 : step > 20 ? 20 : step;
+    t.beta1 = beta != 0.0f;
     t.fam = BSK__FAM_NONE;
     return t;
 }
@@ -48,7 +51,8 @@ static tune_entry class_of(bsk_op op, const bsk_bsr *A, const bsk_dense *B, cons
 static int same_class(const tune_entry *a, const tune_entry *b)
 {
     return a->op == b->op && a->br == b->br && a->bc == b->bc && a->adt == b->adt && a->cdt == b->cdt &&
-           a->lm == b->lm && a->ln == b->ln && a->lk == b->lk && a->dstep == b->dstep;
+           a->lm == b->lm && a->ln == b->ln && a->lk == b->lk && a->dstep == b->dstep &&
+           a->beta1 == b->beta1;
 }
 
 static int find(const struct bsk__tune_table *t, const tune_entry *c)
@@ -70,10 +74,11 @@ static int put(struct bsk__tune_table *t, const tune_entry *c)
     return 1;
 }
 
-int bsk__tune_lookup(const bsk_context *ctx, bsk_op op, const bsk_bsr *A, const bsk_dense *B, const bsk_dense *C)
+int bsk__tune_lookup(const bsk_context *ctx, bsk_op op, const bsk_bsr *A, const bsk_dense *B, float beta,
+                     const bsk_dense *C)
 {
     if (!ctx->tune) return BSK__FAM_NONE;
-    tune_entry c = class_of(op, A, B, C);
+    tune_entry c = class_of(op, A, B, beta, C);
     int i = find(ctx->tune, &c);
     return i < 0 ? BSK__FAM_NONE : ctx->tune->e[i].fam;
 }
@@ -116,16 +121,16 @@ static int parse_int(const char *w, int lo, int hi, int *out)
 /* One entry line, split into words at single or repeated spaces / tabs. */
 static int parse_entry(char *line, tune_entry *t)
 {
-    char *w[12];
+    char *w[13];
     int n = 0;
     for (char *p = line; *p;) {
         while (*p == ' ' || *p == '\t') *p++ = 0;
         if (!*p) break;
-        if (n == 12) return 0;
+        if (n == 13) return 0;
         w[n++] = p;
         while (*p && *p != ' ' && *p != '\t') p++;
     }
-    if (n != 11 || strcmp(w[0], "spmm") != 0) return 0;
+    if (n != 12 || strcmp(w[0], "spmm") != 0) return 0;
     if (strcmp(w[1], "n") == 0) t->op = 0;
     else if (strcmp(w[1], "t") == 0) t->op = 1;
     else return 0;
@@ -133,7 +138,8 @@ static int parse_entry(char *line, tune_entry *t)
     if ((t->adt = word_index(w[4], dtype_names, 3)) < 0 || (t->cdt = word_index(w[5], dtype_names, 3)) < 0) return 0;
     if (!parse_int(w[6], 0, 62, &t->lm) || !parse_int(w[7], 0, 62, &t->ln) || !parse_int(w[8], 0, 62, &t->lk)) return 0;
     if (!parse_int(w[9], 0, 20, &t->dstep)) return 0;
-    t->fam = word_index(w[10], fam_names, BSK__FAM_COUNT);
+    if ((t->beta1 = word_index(w[10], beta_names, 2)) < 0) return 0;
+    t->fam = word_index(w[11], fam_names, BSK__FAM_COUNT);
     return t->fam > BSK__FAM_NONE;
 }
 
@@ -157,8 +163,8 @@ bsk_status bsk__tune_parse(const char *text, size_t len, const char *device, str
         memcpy(line, text + pos, n);
         line[n] = 0;
         pos = end + 1;
-        if (lineno++ == 0) { /* "bsk-tune 1 <device name>" */
-            static const char head[] = "bsk-tune 1 ";
+        if (lineno++ == 0) { /* "bsk-tune 2 <device name>" (version 1 files, without the beta word, are refused) */
+            static const char head[] = "bsk-tune 2 ";
             if (strncmp(line, head, sizeof head - 1) != 0) s = BSK_ERR_INVALID_ARGUMENT;
             else if (strcmp(line + sizeof head - 1, device) != 0) s = BSK_ERR_UNSUPPORTED;
             continue;
@@ -185,11 +191,12 @@ bsk_status bsk_tune_save(const bsk_context *ctx, const char *path)
     device_name(ctx, name, sizeof name);
     FILE *f = fopen(path, "w");
     if (!f) return BSK_ERR_INVALID_ARGUMENT;
-    int bad = fprintf(f, "bsk-tune 1 %s\n", name) < 0;
+    int bad = fprintf(f, "bsk-tune 2 %s\n", name) < 0;
     for (int i = 0; ctx->tune && i < ctx->tune->n && !bad; i++) {
         const tune_entry *e = &ctx->tune->e[i];
-        bad = fprintf(f, "spmm %s %d %d %s %s %d %d %d %d %s\n", e->op ? "t" : "n", e->br, e->bc, dtype_names[e->adt],
-                      dtype_names[e->cdt], e->lm, e->ln, e->lk, e->dstep, fam_names[e->fam]) < 0;
+        bad = fprintf(f, "spmm %s %d %d %s %s %d %d %d %d %s %s\n", e->op ? "t" : "n", e->br, e->bc,
+                      dtype_names[e->adt], dtype_names[e->cdt], e->lm, e->ln, e->lk, e->dstep, beta_names[e->beta1],
+                      fam_names[e->fam]) < 0;
     }
     bad |= fclose(f) != 0;
     return bad ? BSK_ERR_INVALID_ARGUMENT : BSK_SUCCESS;
@@ -253,7 +260,7 @@ bsk_status bsk_tune_spmm(bsk_context *ctx, bsk_op op, float alpha, const bsk_bsr
         if (!s && result) *result = r;
         return s;
     }
-    tune_entry c = class_of(op, A, B, C);
+    tune_entry c = class_of(op, A, B, beta, C);
     if (!ctx->tune) {
         ctx->tune = (struct bsk__tune_table *)calloc(1, sizeof *ctx->tune);
         if (!ctx->tune) return BSK_ERR_OUT_OF_MEMORY;

@@ -169,8 +169,14 @@ bsk_status bsk_hopper_spmm_small(bsk_context *ctx, bsk_op op, float alpha, const
     if (C->rows == 0 || C->cols == 0) return BSK_SUCCESS;
     const double cells = (double)bsk_bsr_mb(A) * (double)bsk_bsr_nb(A);
     const double density = cells > 0 ? (double)A->nnzb / cells : 0.0;
-    if (!bsk__hopper_small_tune.force && !ctx->spmm_forced && density < (b == 32 ? MIN_DENSITY_B32 : MIN_DENSITY_B16))
-        return BSK_ERR_UNSUPPORTED; /* ctx->spmm_forced: the autotuner measured this family fastest for the case */
+    /* ctx->spmm_forced: the autotuner measured this family fastest for the case */
+    const int choose = !bsk__hopper_small_tune.force && !ctx->spmm_forced;
+    if (choose && density < (b == 32 ? MIN_DENSITY_B32 : MIN_DENSITY_B16)) return BSK_ERR_UNSUPPORTED;
+    /* Items of 256 rows x 128 columns: with fewer than half the SMs busy the portable kernel's smaller tiles win
+       (H100, bsk tune, session 7: 1024^3 (32 items) portable 1.5-2.6x faster at b 16 / 32, d 0.1-0.5; 2048^3 and
+       8192 x 512 x 8192 (128 items) this kernel wins from d 0.25 on). */
+    const int64_t items = (bsk_bsr_mb(A) + 256 / b - 1) / (256 / b) * ((C->cols + 127) / 128);
+    if (choose && 2 * items < st->sms) return BSK_ERR_UNSUPPORTED;
     const int bf = A->dtype == BSK_BF16;
     const char *name = b == 32 ? "hopper-wgmma-b32s" : "hopper-wgmma-b16s";
     if (b == 32) {
