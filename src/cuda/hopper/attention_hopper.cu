@@ -17,15 +17,19 @@ using namespace bsk_hopper;
    them round-robin; bsk attention --compare times 5 and 7 beside the default).
    D=128: default XB | LR | SPLIT | OV | DT (session 4: +7 % dense over XB | LR | SPLIT, ahead of cuDNN in the same
    round-robin); 5 = the session-3 default XB | LR | SPLIT, 7 = default + TR, 8 = default + NP.
-   D=64: default XB (OV, DT, LR and PB measured equal or slower in session 4; PS, S_{t+1} issued before the
-   softmax of S_t, -3 % dense in session 6, commit 0249890; TR, NP: -1 %, -0.4 %); 5 = XB | EP(4), 7 = XB | EP(8),
-   8 = XB | EP(6): 1/4, 1/2, 3/8 of the exponentials on the FMA pipe — measured -6 / -13 / -8 % (session 6,
-   helper 2: the polynomial's issue slots cost more than the MUFU time they save), kept for A/B only. */
+   D=64: default XB | EW | NP (session 7: +3 to +4 % non-causal, +6 % causal over XB, the session-6 default, in
+   the final run; +2 to +4 % in three earlier runs: the early waits take the loop top's latency off each
+   warpgroup's chain, and without the ping-pong turns that gains); 5 = XB
+   (the session-6 default), 7 = XB | EW | NP | SPLIT, 8 = XB | EW | NP | TR. Measured slower at D=64 and removed:
+   OV, DT, LR, PB (session 4), PS (session 6, commit 0249890), EP (exponentials on the FMA pipe, session 6 helper
+   2, commit 7e6c7ae), OW (turn opened only after the GEMMs completed), SS (P·V from shared memory) (session 7,
+   docs/attention-notes.md). */
 static const int ATTN_DEFAULT_128 = ATTN_XB | ATTN_LR | ATTN_SPLIT | ATTN_OV | ATTN_DT;
 static const int ATTN_V5_128 = ATTN_XB | ATTN_LR | ATTN_SPLIT, ATTN_V7_128 = ATTN_DEFAULT_128 | ATTN_TR,
                  ATTN_V8_128 = ATTN_DEFAULT_128 | ATTN_NP;
-static const int ATTN_DEFAULT_64 = ATTN_XB;
-static const int ATTN_V5_64 = ATTN_XB | ATTN_EP(4), ATTN_V7_64 = ATTN_XB | ATTN_EP(8), ATTN_V8_64 = ATTN_XB | ATTN_EP(6);
+static const int ATTN_DEFAULT_64 = ATTN_XB | ATTN_EW | ATTN_NP;
+static const int ATTN_V5_64 = ATTN_XB, ATTN_V7_64 = ATTN_XB | ATTN_EW | ATTN_NP | ATTN_SPLIT,
+                 ATTN_V8_64 = ATTN_XB | ATTN_EW | ATTN_NP | ATTN_TR;
 
 /* A strided attention tensor as the 4-D TMA view (dim, seq, head, batch), boxes of 64 x box_rows x 1 x 1
    (128 bytes wide: the 128-byte swizzle's limit), zero-filled outside. A dimension of extent 1 whose stride

@@ -18,7 +18,8 @@
        memory); then the softmax of S_t runs while the P·V GEMM is still in the tensor cores (FA3's
        intra-warpgroup overlap — only with ATTN_OV: without it ptxas hoists the P·V wait above the softmax).
        The two consumers take turns issuing (two named barriers: FA3's ping-pong), so one warpgroup's
-       softmax overlaps the other's GEMMs.
+       softmax overlaps the other's GEMMs — at D=128; the D=64 default issues without turns (ATTN_NP) and waits
+       for the next slot's tiles while its GEMMs run (ATTN_EW), measured faster there (session 7).
    Softmax is online, fp32, in base 2 with the scale folded into one FFMA (the launcher only sends
    positive scales here), exactly the masking rule of attention_fwd.cu: inside a tile that crosses kv_len
    or the causal diagonal, key x is hidden from row y iff x >= kv_len - k0 or (causal) x > y + q0 + off - k0.
@@ -121,23 +122,6 @@ __device__ __forceinline__ float attn_exp2(float x)
     return y;
 }
 
-/* 2^x on the FMA / ALU pipes instead of MUFU (ATTN_EP, FA4's trick): x = j + f with j = floor(x) (an FADD rounding
-   down against 1.5 * 2^23 leaves j in the low bits of t), 2^f on [0, 1) as a degree-3 polynomial with p(0) = 1
-   exactly (minimax relative error 8.6e-5 in float32, far below P's 16-bit rounding, 2^-9), and j added into the
-   exponent field (t's bits << 23 is j << 23 mod 2^32). x is clamped to -127 first: -inf (masked keys, rows with
-   nothing visible) gives j = -127, f = 0, p = 1 and the bits 0: exactly +0, as ex2.approx.ftz. A NaN x also
-   gives 0 here (ex2: NaN); the scores of masked keys are replaced by -inf before, so NaN in K or V past kv_len
-   never reaches it. Any x <= 127 works (LR's arguments go up to +8). 8 instructions, no MUFU. */
-__device__ __forceinline__ float attn_exp2_poly(float x)
-{
-    x = fmaxf(x, -127.0f);
-    const float t = __fadd_rd(x, 12582912.0f);
-    const float f = x - (t - 12582912.0f); /* [0, 1); both subtractions exact */
-    float q = fmaf(fmaf(0.07706717401742935f, f, 0.22764484584331512f), f, 0.6951168179512024f);
-    q = fmaf(q, f, 1.0f);
-    return __int_as_float(__float_as_int(q) + (__float_as_int(t) << 23));
-}
-
 /* Kernel options (template flags; bsk__attn_variant picks them, attention_hopper.cu):
    ATTN_XB — the ping-pong runs on across items: each warpgroup's slot ends by opening the other's turn, WG2's
              last slot of an item included, so WG1 issues the next item's S_0 while WG2 is still in its epilogue
@@ -161,17 +145,15 @@ __device__ __forceinline__ float attn_exp2_poly(float x)
              stall, and the max chain sits before the first exponential;
    ATTN_NP — no ping-pong: the consumer warpgroups issue their GEMMs whenever their data is there (the tensor
              pipe interleaves them), no named-barrier turns;
-   ATTN_EP(k) — k of every 16 exponentials of the softmax (k of the 16 column pairs of each row of the thread's
-             S fragment, spread evenly) on the FMA pipe (attn_exp2_poly) instead of MUFU.EX2. Measured at D=64
-             (H100, session 6 helper 2): k = 4 / 6 / 8 -6 / -8 / -13 % dense — the tile period is the tensor time
-             plus the larger of the softmax's MUFU time and its issue time, which are nearly equal at D=64, so
-             ~7 more issue slots per exponential cost more than 8 MUFU cycles saved (a build that simply skipped
-             k = 4 of them was +10 %). A/B builds only. */
-constexpr int ATTN_XB = 1, ATTN_LR = 2, ATTN_SPLIT = 4, ATTN_OV = 8, ATTN_DT = 16, ATTN_TR = 32, ATTN_NP = 64;
-constexpr int ATTN_EP(int k) { return k << 8; } /* k in 0..16 */
-constexpr int attn_ep_of(int opt) { return (opt >> 8) & 31; }
-/* column pair n (0..15) of a row takes the polynomial under EP k: k of the 16, evenly spread */
-constexpr bool attn_ep_col(int opt, int n) { return (n + 1) * attn_ep_of(opt) / 16 != n * attn_ep_of(opt) / 16; }
+   ATTN_EW — early waits: the waits for the next slot's K tile (and its key start) and for the V tile of the
+             P·V the next slot issues sit right after this slot's GEMMs are issued, where the warpgroup waits for
+             them anyway, so the loop top is only the turn's barrier (session 7: a %clock trace of the slots
+             showed ~240-320 cycles per slot between the pack and the next issue, on each warpgroup's critical
+             path). With NP (no turns at all), the D=64 default: +3 to +4 % non-causal, +6 % causal over XB alone
+             (H100, session 7, final run); at D=128 (2 stages) the early V wait serialises the warpgroups, hence
+             STAGES >= 3. */
+constexpr int ATTN_XB = 1, ATTN_LR = 2, ATTN_SPLIT = 4, ATTN_OV = 8, ATTN_DT = 16, ATTN_TR = 32, ATTN_NP = 64,
+              ATTN_EW = 128;
 constexpr float ATTN_LR_TH = 8.0f;
 
 template <int DT, int D, int STAGES, int OPT>
@@ -181,6 +163,10 @@ __global__ void __launch_bounds__(384, 1)
                        const AttnHParams p)
 {
     typedef AttnCfg<D, STAGES> CF;
+    /* EW waits for V_t in slot t, right after its issue: with 2 stages V_t's stage is V_{t-2}'s, which the other
+       warpgroup frees only at the end of its slot t-1, so the warpgroups would wait for each other (measured
+       -37 % at D=128 with V released one slot later still) */
+    static_assert(!(OPT & ATTN_EW) || STAGES >= 3, "ATTN_EW needs 3 or more stages");
     extern __shared__ uint8_t smem_raw[];
     uint8_t *smem = (OPT & ATTN_DT) ? smem_raw + ((1024u - (smem_u32(smem_raw) & 1023u)) & 1023u)
                                     : (uint8_t *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
@@ -458,16 +444,8 @@ __global__ void __launch_bounds__(384, 1)
                 float rs4[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
                 for (int n = 0; n < 16; ++n) {
-                    float p0, p1;
-                    if (!attn_ep_col(OPT, n)) { /* (this order keeps the non-EP builds' PTX as before EP) */
-                        p0 = attn_exp2(fmaf(sa[4 * n + 2 * rr], p.scale_log2, -muse));
-                        p1 = attn_exp2(fmaf(sa[4 * n + 2 * rr + 1], p.scale_log2, -muse));
-                    } else {
-                        const float x0 = fmaf(sa[4 * n + 2 * rr], p.scale_log2, -muse);
-                        const float x1 = fmaf(sa[4 * n + 2 * rr + 1], p.scale_log2, -muse);
-                        p0 = attn_exp2_poly(x0);
-                        p1 = attn_exp2_poly(x1);
-                    }
+                    const float p0 = attn_exp2(fmaf(sa[4 * n + 2 * rr], p.scale_log2, -muse));
+                    const float p1 = attn_exp2(fmaf(sa[4 * n + 2 * rr + 1], p.scale_log2, -muse));
                     sa[4 * n + 2 * rr] = p0;
                     sa[4 * n + 2 * rr + 1] = p1;
                     rs4[(OPT & ATTN_TR) ? (n & 3) : 0] += p0 + p1;
@@ -549,23 +527,36 @@ __global__ void __launch_bounds__(384, 1)
                 if (!(OPT & ATTN_XB) && !(OPT & ATTN_NP) && c == 1) named_bar_arrive(1, 256);
                 float alpha[2];
                 int k0 = wait_k(kt);
+                int k0n = 0; /* EW: the next slot's key start, read while this slot's GEMMs run */
                 turn_wait();
                 wgmma_fence();
                 issue_s(kt);
                 turn_open();
+                if (OPT & ATTN_EW) { /* what the next slot needs, while S_0 runs */
+                    if (nt > 1) k0n = wait_k(kt + 1u);
+                    wait_v(kt);
+                }
                 wgmma_wait<0>();
                 release(kempty0, kt);
                 softmax(k0, alpha);
                 rescale_pack(alpha);
                 for (int t = 1; t < nt; ++t) {
                     const uint32_t g_t = kt + (uint32_t)t;
-                    k0 = wait_k(g_t);
-                    wait_v(g_t - 1);
+                    if (OPT & ATTN_EW) {
+                        k0 = k0n;
+                    } else {
+                        k0 = wait_k(g_t);
+                        wait_v(g_t - 1);
+                    }
                     turn_wait();
                     wgmma_fence();
                     issue_s(g_t);
                     issue_pv(g_t - 1);
                     turn_open();
+                    if (OPT & ATTN_EW) { /* what the next slot needs, while S_t and P·V_{t-1} run */
+                        if (t + 1 < nt) k0n = wait_k(g_t + 1u);
+                        wait_v(g_t);
+                    }
                     wgmma_wait<1>();
                     release(kempty0, g_t);
                     softmax(k0, alpha);
@@ -586,7 +577,7 @@ __global__ void __launch_bounds__(384, 1)
                     }
                 }
                 const uint32_t g_l = kt + (uint32_t)nt - 1u;
-                wait_v(g_l);
+                if (!(OPT & ATTN_EW)) wait_v(g_l);
                 turn_wait();
                 wgmma_fence();
                 issue_pv(g_l);
