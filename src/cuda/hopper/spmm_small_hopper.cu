@@ -175,7 +175,8 @@ bsk_status bsk_hopper_spmm_small(bsk_context *ctx, bsk_op op, float alpha, const
     /* Items of 256 rows x 128 columns: with fewer than half the SMs busy the portable kernel's smaller tiles win
        (H100, bsk tune, session 7: 1024^3 (32 items) portable 1.5-2.6x faster at b 16 / 32, d 0.1-0.5; 2048^3 and
        8192 x 512 x 8192 (128 items) this kernel wins from d 0.25 on). */
-    const int64_t items = (bsk_bsr_mb(A) + 256 / b - 1) / (256 / b) * ((C->cols + 127) / 128);
+    const int R = b == 32 ? Cfg32::R : Cfg16::R; /* block rows per item (256 rows) */
+    const int64_t items = (bsk_bsr_mb(A) + R - 1) / R * ((C->cols + Cfg32::BN - 1) / Cfg32::BN);
     if (choose && 2 * items < st->sms) return BSK_ERR_UNSUPPORTED;
     const int bf = A->dtype == BSK_BF16;
     const char *name = b == 32 ? "hopper-wgmma-b32s" : "hopper-wgmma-b16s";
