@@ -374,15 +374,43 @@ static PyObject *Context_has_device(ContextObject *self, void *Py_UNUSED(closure
     return PyBool_FromLong(bsk_has_device(self->ctx));
 }
 
+/* The autotuner's table of this context (bsk_tune_load / bsk_tune_save / bsk_tune_clear). */
+static PyObject *Context_tune_file(ContextObject *self, PyObject *arg, int save)
+{
+    PyObject *bytes = NULL;
+    if (!PyUnicode_FSConverter(arg, &bytes)) return NULL;
+    const char *path = PyBytes_AS_STRING(bytes);
+    bsk_status s = save ? bsk_tune_save(self->ctx, path) : bsk_tune_load(self->ctx, path);
+    PyObject *ret = s ? fail(s, "%s %s failed", save ? "tune_save" : "tune_load", path) : Py_NewRef(Py_None);
+    Py_DECREF(bytes);
+    return ret;
+}
+static PyObject *Context_tune_load(ContextObject *self, PyObject *arg) { return Context_tune_file(self, arg, 0); }
+static PyObject *Context_tune_save(ContextObject *self, PyObject *arg) { return Context_tune_file(self, arg, 1); }
+static PyObject *Context_tune_clear(ContextObject *self, PyObject *Py_UNUSED(ignored))
+{
+    bsk_tune_clear(self->ctx);
+    Py_RETURN_NONE;
+}
+static PyObject *Context_tune_entries(ContextObject *self, void *Py_UNUSED(closure))
+{
+    return PyLong_FromLong(bsk_tune_entries(self->ctx));
+}
+
 static PyMethodDef Context_methods[] = {
     {"synchronize", (PyCFunction)Context_synchronize, METH_NOARGS,
      "Wait for the work this context queued (reports asynchronous CUDA errors)."},
+    {"tune_load", (PyCFunction)Context_tune_load, METH_O,
+     "tune_load(path): replace the autotuner's table with a tune file's (bsk_tune_load; nothing changes on error)."},
+    {"tune_save", (PyCFunction)Context_tune_save, METH_O, "tune_save(path): write the autotuner's table (bsk_tune_save)."},
+    {"tune_clear", (PyCFunction)Context_tune_clear, METH_NOARGS, "Empty the autotuner's table (bsk_tune_clear)."},
     {NULL, NULL, 0, NULL},
 };
 
 static PyGetSetDef Context_getset[] = {
     {"last_kernel", (getter)Context_last_kernel, NULL, "Kernel the last spmm/sddmm on this context ran.", NULL},
     {"has_device", (getter)Context_has_device, NULL, "Whether this context can run on a CUDA device.", NULL},
+    {"tune_entries", (getter)Context_tune_entries, NULL, "Case classes in the autotuner's table.", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -456,16 +484,22 @@ static const char spmm_doc[] =
     "op: 0 = A, 1 = A transposed. stream: the cudaStream_t (int) to run on for device operands.\n"
     "dlpack_stream: passed to each CUDA operand's __dlpack__(stream=...) (None: not passed).";
 
-static PyObject *py_spmm(PyObject *Py_UNUSED(m), PyObject *args, PyObject *kw)
+/* spmm and spmm_tune: the same operands; tune > 0 times every kernel family (bsk_tune_spmm, `tune` timed runs each)
+   and returns (family, kernel, ms, default_kernel, default_ms) instead of None. */
+static PyObject *spmm_call(PyObject *args, PyObject *kw, int tune)
 {
     static char *kwlist[] = {"ctx", "op", "alpha", "row_ptr", "col_idx", "values", "rows", "cols",
                              "B", "beta", "C", "stream", "dlpack_stream", NULL};
+    static char *kwlist_t[] = {"ctx", "op", "alpha", "row_ptr", "col_idx", "values", "rows", "cols",
+                               "B", "beta", "C", "iters", "stream", "dlpack_stream", NULL};
     PyObject *octx, *orp, *oci, *oval, *oB, *oC, *ostream = NULL, *odl = Py_None;
-    int op;
+    int op, iters = 10;
     double alpha, beta;
     long long rows, cols;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OidOOOLLOdO|OO:spmm", kwlist, &octx, &op, &alpha, &orp, &oci, &oval,
-                                     &rows, &cols, &oB, &beta, &oC, &ostream, &odl))
+    if (!tune ? !PyArg_ParseTupleAndKeywords(args, kw, "OidOOOLLOdO|OO:spmm", kwlist, &octx, &op, &alpha, &orp, &oci,
+                                             &oval, &rows, &cols, &oB, &beta, &oC, &ostream, &odl)
+              : !PyArg_ParseTupleAndKeywords(args, kw, "OidOOOLLOdO|iOO:spmm_tune", kwlist_t, &octx, &op, &alpha, &orp,
+                                             &oci, &oval, &rows, &cols, &oB, &beta, &oC, &iters, &ostream, &odl))
         return NULL;
     bsk_context *ctx = context_of(octx);
     void *stream;
@@ -506,16 +540,29 @@ static PyObject *py_spmm(PyObject *Py_UNUSED(m), PyObject *args, PyObject *kw)
         }
     }
     bsk_status s;
+    bsk_tune_result r;
     Py_BEGIN_ALLOW_THREADS
     s = prepare_device(ctx, mem, dev, stream);
-    if (!s) s = bsk_spmm(ctx, (bsk_op)op, (float)alpha, &A, &dB, (float)beta, &dC);
+    if (!s && tune) s = bsk_tune_spmm(ctx, (bsk_op)op, (float)alpha, &A, &dB, (float)beta, &dC, iters, &r);
+    else if (!s) s = bsk_spmm(ctx, (bsk_op)op, (float)alpha, &A, &dB, (float)beta, &dC);
     Py_END_ALLOW_THREADS
-    if (s) { status_error("spmm", s); goto done; }
-    ret = Py_NewRef(Py_None);
+    if (s) { status_error(tune ? "spmm_tune" : "spmm", s); goto done; }
+    ret = tune ? Py_BuildValue("(ssdsd)", r.family, r.kernel, r.ms, r.default_kernel, r.default_ms) : Py_NewRef(Py_None);
 done:
     for (int i = 0; i < 5; i++) view_release(all[i]);
     return ret;
 }
+
+static PyObject *py_spmm(PyObject *Py_UNUSED(m), PyObject *args, PyObject *kw) { return spmm_call(args, kw, 0); }
+
+static const char spmm_tune_doc[] =
+    "spmm_tune(ctx, op, alpha, row_ptr, col_idx, values, rows, cols, B, beta, C, iters=10, stream=0,\n"
+    "dlpack_stream=None) -> (family, kernel, ms, default_kernel, default_ms)\n"
+    "bsk_tune_spmm: times every kernel family that takes the case (iters timed runs each, median), records the\n"
+    "fastest in ctx's table for the case's class, and leaves C = alpha * op(A) @ B + beta * C as spmm would.\n"
+    "Host operands: one CPU kernel, nothing recorded (family 'cpu').";
+
+static PyObject *py_spmm_tune(PyObject *Py_UNUSED(m), PyObject *args, PyObject *kw) { return spmm_call(args, kw, 1); }
 
 static const char sddmm_doc[] =
     "sddmm(ctx, alpha, X, Y, beta, row_ptr, col_idx, values, rows, cols, stream=0, dlpack_stream=None)\n"
@@ -1640,6 +1687,7 @@ static PyObject *py_attn_variant(PyObject *Py_UNUSED(m), PyObject *arg)
 static PyMethodDef module_methods[] = {
     {"_attn_variant", py_attn_variant, METH_O, "benchmark hook: set libbsk's attention kernel variant, return the old."},
     {"spmm", (PyCFunction)(void (*)(void))py_spmm, METH_VARARGS | METH_KEYWORDS, spmm_doc},
+    {"spmm_tune", (PyCFunction)(void (*)(void))py_spmm_tune, METH_VARARGS | METH_KEYWORDS, spmm_tune_doc},
     {"sddmm", (PyCFunction)(void (*)(void))py_sddmm, METH_VARARGS | METH_KEYWORDS, sddmm_doc},
     {"bsr_validate", (PyCFunction)(void (*)(void))py_bsr_validate, METH_VARARGS | METH_KEYWORDS, validate_doc},
     {"version", py_version, METH_NOARGS, "libbsk's version string."},

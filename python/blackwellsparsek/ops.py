@@ -42,9 +42,8 @@ def _launch(fn, device, *args):
         index = device.index if device.index is not None else torch.cuda.current_device()
         with torch.cuda.device(index):
             stream = torch.cuda.current_stream(index).cuda_stream
-            fn(_dlpack.context(index), *args, stream=stream, dlpack_stream=-1)
-    else:
-        fn(_dlpack.context(-1), *args)
+            return fn(_dlpack.context(index), *args, stream=stream, dlpack_stream=-1)
+    return fn(_dlpack.context(-1), *args)
 
 
 def _same_device(op, **tensors):
@@ -413,12 +412,68 @@ def sddmm(X, Y, pattern):
     return BSRMatrix(P.row_ptr, P.col_idx, values, P.shape, validate=False)
 
 
-def last_kernel(device=None):
-    """Name of the kernel the last operation on this thread ran on `device` ('cpu', 'hopper-wgmma', ...)."""
+def _context_for(device):
     device = torch.device("cpu") if device is None else torch.device(device)
     if device.type == "cuda":
-        return _dlpack.context(device.index if device.index is not None else torch.cuda.current_device()).last_kernel
-    return _dlpack.context(-1).last_kernel
+        return _dlpack.context(device.index if device.index is not None else torch.cuda.current_device())
+    return _dlpack.context(-1)
 
 
-__all__ = ["BSKError", "BSRMatrix", "sparse_mm", "sddmm", "last_kernel"]
+def last_kernel(device=None):
+    """Name of the kernel the last operation on this thread ran on `device` ('cpu', 'hopper-wgmma', ...)."""
+    return _context_for(device).last_kernel
+
+
+# ---------------------------------------------------------------- autotuning (libbsk's bsk_tune_* API)
+
+def tune_sparse_mm(A, B, *, block_size=None, transpose_a=False, iters=10):
+    """Autotune sparse_mm(A, B, transpose_a=...) on B's device for this thread.
+
+    Times every kernel family that can run the case (`iters` runs each, round-robin in a shuffled order, L2
+    flushed before each run; median) and records the fastest for the case's class — op, block shape, dtypes,
+    floor(log2) of M, N and K, block density in 1/20 steps, beta = 0 — in this thread's context for the
+    device: later sparse_mm calls of that class there run it (a family that cannot run a case exactly still
+    declines it, so results never change). Returns {'family', 'kernel', 'ms', 'default_kernel', 'default_ms'};
+    on the CPU there is one kernel: family 'cpu', nothing recorded. Keep the table with save_tune(path); load
+    it with load_tune(path) or the environment variable BSK_TUNE_FILE (read by every new context).
+    Synchronises the device.
+    """
+    A = _as_bsr(A, block_size)
+    if not isinstance(B, torch.Tensor):
+        raise TypeError(f"tune_sparse_mm: B must be a torch.Tensor, got {type(B).__name__}")
+    if B.dim() != 2:
+        raise _dlpack.error("BSK_ERR_SHAPE_MISMATCH", f"tune_sparse_mm: B must be 2-D, got shape {tuple(B.shape)}")
+    rows, cols = A.shape
+    out = torch.empty((cols if transpose_a else rows, B.shape[1]), dtype=B.dtype, device=B.device)
+    _same_device("tune_sparse_mm", values=A.values, row_ptr=A.row_ptr, col_idx=A.col_idx, B=B)
+    with torch.no_grad():
+        family, kernel, ms, default_kernel, default_ms = _launch(
+            _bsk.spmm_tune, B.device, _bsk.OP_T if transpose_a else _bsk.OP_N, 1.0, A.row_ptr, A.col_idx,
+            A.values.detach(), rows, cols, B.detach(), 0.0, out, int(iters))
+    return {"family": family, "kernel": kernel, "ms": ms, "default_kernel": default_kernel, "default_ms": default_ms}
+
+
+def save_tune(path, device=None):
+    """Write this thread's autotuner table for `device` (default: the CPU context; pass 'cuda' or an index's
+    device for the GPU's) to `path` (a bsk tune file, as `bsk tune` writes)."""
+    _context_for(device).tune_save(path)
+
+
+def load_tune(path, device=None):
+    """Replace this thread's autotuner table for `device` with a tune file's. A file of another GPU raises
+    BSK_ERR_UNSUPPORTED, a malformed one BSK_ERR_INVALID_ARGUMENT; the table is then unchanged."""
+    _context_for(device).tune_load(path)
+
+
+def clear_tune(device=None):
+    """Empty this thread's autotuner table for `device` (the built-in dispatch applies again)."""
+    _context_for(device).tune_clear()
+
+
+def tune_entries(device=None):
+    """Case classes in this thread's autotuner table for `device`."""
+    return _context_for(device).tune_entries
+
+
+__all__ = ["BSKError", "BSRMatrix", "sparse_mm", "sddmm", "last_kernel", "tune_sparse_mm", "save_tune", "load_tune",
+           "clear_tune", "tune_entries"]
