@@ -378,6 +378,13 @@ def _as_bsr(A, block_size):
 
 # ---------------------------------------------------------------- public operations
 
+def _check_b(op, B):
+    if not isinstance(B, torch.Tensor):
+        raise TypeError(f"{op}: B must be a torch.Tensor, got {type(B).__name__}")
+    if B.dim() != 2:
+        raise _dlpack.error("BSK_ERR_SHAPE_MISMATCH", f"{op}: B must be 2-D, got shape {tuple(B.shape)}")
+
+
 def sparse_mm(A, B, *, block_size=None, transpose_a=False, out=None):
     """op(A) @ B with A block-sparse and B dense (2-D, rows contiguous); op(A) is A or, with transpose_a, Aᵀ.
 
@@ -387,10 +394,7 @@ def sparse_mm(A, B, *, block_size=None, transpose_a=False, out=None):
     out: write the result into this tensor (no autograd), in place.
     """
     A = _as_bsr(A, block_size)
-    if not isinstance(B, torch.Tensor):
-        raise TypeError(f"sparse_mm: B must be a torch.Tensor, got {type(B).__name__}")
-    if B.dim() != 2:
-        raise _dlpack.error("BSK_ERR_SHAPE_MISMATCH", f"sparse_mm: B must be 2-D, got shape {tuple(B.shape)}")
+    _check_b("sparse_mm", B)
     rows, cols = A.shape
     if out is not None:
         if torch.is_grad_enabled() and (A.values.requires_grad or B.requires_grad):
@@ -439,10 +443,7 @@ def tune_sparse_mm(A, B, *, block_size=None, transpose_a=False, iters=10):
     Synchronises the device.
     """
     A = _as_bsr(A, block_size)
-    if not isinstance(B, torch.Tensor):
-        raise TypeError(f"tune_sparse_mm: B must be a torch.Tensor, got {type(B).__name__}")
-    if B.dim() != 2:
-        raise _dlpack.error("BSK_ERR_SHAPE_MISMATCH", f"tune_sparse_mm: B must be 2-D, got shape {tuple(B.shape)}")
+    _check_b("tune_sparse_mm", B)
     rows, cols = A.shape
     out = torch.empty((cols if transpose_a else rows, B.shape[1]), dtype=B.dtype, device=B.device)
     _same_device("tune_sparse_mm", values=A.values, row_ptr=A.row_ptr, col_idx=A.col_idx, B=B)
