@@ -61,7 +61,7 @@ TOOL_CFLAGS = -DBSK_HAVE_CBLAS=1
 TOOL_BLAS   = -lopenblas
 endif
 
-.PHONY: all lib test test-asan bench sass fuzz fuzz-build clean
+.PHONY: all lib test test-asan bench probes sass fuzz fuzz-build clean
 all: lib $(BUILD)/bin/bsk $(BUILD)/bin/bsk_tests
 
 lib: $(BUILD)/lib/libbsk.so $(BUILD)/lib/libbsk.a
@@ -115,6 +115,17 @@ test-asan:
 
 bench: $(BUILD)/bin/bsk
 	$(BUILD)/bin/bsk bench spmm
+
+# Device-run probes (bench/*.sh build them too; here so that CI compiles them): the Hopper SpMM experiment
+# probe (knobs of src/cuda/hopper/tune.h, vs cuBLAS) and the L2-partition probe (sm_90a).
+probes: $(BUILD)/bin/hopper_probe $(BUILD)/bin/l2_partition_probe
+$(BUILD)/bin/hopper_probe: bench/hopper_probe.c $(BUILD)/lib/libbsk.a
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -O2 -Wall -Wextra -Iinclude -Isrc -I$(CUDA_HOME)/include $< -o $@ $(BUILD)/lib/libbsk.a \
+	    -L$(CUDA_HOME)/lib64 -lcublas -lcudart_static -ldl -lrt -lpthread -lm -lstdc++
+$(BUILD)/bin/l2_partition_probe: bench/l2_partition_probe.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) -O2 $(GENCODE_HOPPER) $< -o $@
 
 sass: $(CUDA_OBJS)
 	@for o in $(CUDA_OBJS); do echo "== $$o"; cuobjdump --dump-sass $$o | awk '/Function :/{f=$$3} /HGMMA/{n[f]++} END{for (k in n) printf "  %-70s HGMMA x%d\n", k, n[k]}'; done

@@ -200,8 +200,10 @@ static void print_prof(spmm_arg *sa)
 
 int main(int argc, char **argv)
 {
-    int quick = 0, variants = 0, cf32 = 0, ncu = 0, d1 = 0, ring4 = 0, bands = 0, prof = 0, skew = 0, tall = 0, fin = 0,
+    int quick = 0, variants = 0, cf32 = 0, ncu = 0, d1 = 0, ring4 = 0, bands = 0, prof = 0, skew = 0, tall = 0, fin = 0, mc = 0,
+        part = 0,
         s7 = 0;
+    const char *part_file = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) quick = 1;
         else if (!strcmp(argv[i], "--variants")) variants = 1;
@@ -213,6 +215,8 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--skew")) skew = 1; /* b128 skewed vs uniform: the long-row split, orders */
         else if (!strcmp(argv[i], "--tall")) tall = 1; /* few long rows (small M, large K): the split's other case */
         else if (!strcmp(argv[i], "--nodefault")) quick = 2; /* only the sets asked for */
+        else if (!strcmp(argv[i], "--part") && i + 1 < argc) part_file = argv[++i]; /* session 8: L2-partition queues */
+        else if (!strcmp(argv[i], "--mc")) mc = 1; /* session 8: b128 with and without A multicast (2-CTA clusters) */
         else if (!strcmp(argv[i], "--s7")) s7 = 1; /* session 7: the L2 eviction hints on skewed and uniform b128 */
         else if (!strcmp(argv[i], "--final")) fin = 1; /* b128 uniform / skewed defaults, few-rows shapes split / not */
         else if (!strcmp(argv[i], "--ring4")) ring4 = 1; /* 4 ring stages + two store rounds vs 3 + one */   /* add the full pattern (d = 1): the kernel as a dense GEMM */
@@ -226,6 +230,21 @@ int main(int argc, char **argv)
            info.multiprocessors, (long long)(info.l2_bytes >> 20), info.driver_version, info.runtime_version);
     printf("size M=N=K=%lld, median of %d, L2 flushed (256 MB memset) before each timed call\n", (long long)M_, ITERS);
     CK(cudaMalloc(&flush_buf, FLUSH));
+    unsigned char *d_part = NULL; /* --part FILE: lines "smid partition" -> device table [1024] */
+    if (part_file) {
+        unsigned char tab[1024];
+        memset(tab, 1, sizeof tab);
+        FILE *pf_ = fopen(part_file, "r");
+        if (!pf_) { fprintf(stderr, "cannot open %s\n", part_file); return 1; }
+        int sm, pv, np = 0, n1 = 0;
+        while (fscanf(pf_, "%d %d", &sm, &pv) == 2)
+            if (sm >= 0 && sm < 1024) { tab[sm] = (unsigned char)(pv != 0); ++np; n1 += pv != 0; }
+        fclose(pf_);
+        printf("L2-partition table %s: %d SMs, %d in partition 1\n", part_file, np, n1);
+        CK(cudaMalloc((void **)&d_part, sizeof tab));
+        CK(cudaMemcpy(d_part, tab, sizeof tab, cudaMemcpyHostToDevice));
+        part = 1;
+    }
     CK(cudaEventCreate(&ev0));
     CK(cudaEventCreate(&ev1));
     cublasHandle_t h;
@@ -286,6 +305,7 @@ int main(int argc, char **argv)
         int r4;             /* tune: ring4 */
         int split;          /* tune: split (0 default, -1 off, -2 auto, > 0 L) */
         int tg;             /* tune: tgroup (N tiles per tile group, 0 default) */
+        int part;           /* tune: part_tab (1: the table of --part FILE) */
         int seed;           /* pattern seed (0: 1000 + the index of (b, d, pattern) in the default list, so
                                that variants of one case run on the same pattern) */
         int64_t m, n, k;    /* another shape than M_ = N_ = K_ (its own cuBLAS baseline) */
@@ -407,6 +427,45 @@ int main(int argc, char **argv)
         ADD(.b = 128, .d = 0.10, .skew = 1, .tag = "ncu skewed default");
         ADD(.b = 128, .d = 0.10, .skew = 1, .l2h = 2, .tag = "ncu skewed hint C");
     }
+    if (part && ncu) { /* one call each under ncu: fabric / DRAM traffic with and without the partition queues */
+        for (int di = 0; di < 3; di += 2) {
+            ADD(.b = 128, .d = ds[di], .tag = "ncu default");
+            ADD(.b = 128, .d = ds[di], .part = 1, .tag = "ncu L2-partition queues");
+        }
+        ADD(.b = 128, .d = 0.10, .skew = 1, .tag = "ncu skewed default");
+        ADD(.b = 128, .d = 0.10, .skew = 1, .part = 1, .tag = "ncu skewed L2-partition queues");
+    }
+    if (part && !ncu) { /* session 8: a queue per L2 partition (table from bench/l2_partition_probe.sh) against the
+                   default and against the same two tile groups without partitions, alternated */
+        for (int di = 0; di < 3; di++) {
+            ADD(.b = 128, .d = ds[di], .tag = "default");
+            ADD(.b = 128, .d = ds[di], .part = 1, .tag = "L2-partition queues");
+            ADD(.b = 128, .d = ds[di], .tg = 16, .tag = "two tile groups, no partitions");
+            ADD(.b = 128, .d = ds[di], .part = 1, .band = 8, .tag = "L2-partition queues, band 8 MB");
+            ADD(.b = 128, .d = ds[di], .part = 1, .tag = "L2-partition queues");
+            ADD(.b = 128, .d = ds[di], .tag = "default");
+        }
+        for (int di = 0; di < 3; di++) {
+            ADD(.b = 128, .d = ds[di], .skew = 1, .tag = "default");
+            ADD(.b = 128, .d = ds[di], .skew = 1, .part = 1, .tag = "L2-partition queues");
+            ADD(.b = 128, .d = ds[di], .skew = 1, .part = 1, .tag = "L2-partition queues");
+            ADD(.b = 128, .d = ds[di], .skew = 1, .tag = "default");
+        }
+        ADD(.b = 128, .d = 0.25, .bf = 1, .tag = "default");
+        ADD(.b = 128, .d = 0.25, .bf = 1, .part = 1, .tag = "L2-partition queues");
+    }
+    if (mc) { /* session 8: where the 2-CTA cluster kernel's L2 traffic goes (ncu: L2 requests / sectors per
+                 source) against the unclustered default; timed alternately when not under ncu */
+        const double dd[2] = {0.50, 0.10};
+        for (int di = 0; di < 2; di++) {
+            ADD(.b = 128, .d = dd[di], .tag = "default");
+            ADD(.b = 128, .d = dd[di], .cluster = 1, .tag = "cluster 2, 3 st + TMA store");
+            if (!ncu) {
+                ADD(.b = 128, .d = dd[di], .cluster = 1, .tag = "cluster 2, 3 st + TMA store");
+                ADD(.b = 128, .d = dd[di], .tag = "default");
+            }
+        }
+    }
     if (fin) { /* the defaults: b128 uniform and skewed, and few-rows shapes with the default (automatic) split and without */
         for (int di = 0; di < 3; di++) {
             ADD(.b = 128, .d = ds[di], .tag = "default");
@@ -490,6 +549,7 @@ int main(int argc, char **argv)
         bsk__hopper_tune.ring4 = c.r4;
         bsk__hopper_tune.split = c.split;
         bsk__hopper_tune.tgroup = c.tg;
+        bsk__hopper_tune.part_tab = c.part ? d_part : NULL;
         const int di_ = c.d == 0.10 ? 0 : c.d == 0.25 ? 1 : c.d == 0.50 ? 2 : 3;
         const uint64_t seed = c.seed ? (uint64_t)c.seed : (uint64_t)(1000 + (c.b == 64) * 6 + di_ * 2 + c.skew);
         bsk_dtype dt = c.bf ? BSK_BF16 : BSK_F16, ct = c.c32 ? BSK_F32 : dt;

@@ -8,7 +8,7 @@
 #   HOPPER_TEST_FILTERS="f1 f2" (default gpu_hopper): the test filters run, one bsk_tests call each;
 #   HOPPER_SAN_TESTS="t1 t2": more tests under memcheck; HOPPER_NCU_ARGS: the probe's arguments under ncu
 #   (default --ncu); HOPPER_NCU_METRICS=1: a metric list (time, DRAM bytes, L2 hit rate / bytes / throughput)
-#   instead of the sections. The build log is grepped for C7520 (ptxas serialising wgmma).
+#   (+ the L2 fabric and L2 -> crossbar activity, session 8) instead of the sections. The build log is grepped for C7520 (ptxas serialising wgmma).
 set -o pipefail
 B=${HOPPER_BUILD:-build-hopper2}
 OUT=${OUT:-/tmp/hopper_out}
@@ -47,7 +47,9 @@ if [ "${HOPPER_NCU:-0}" = 1 ]; then
             timeout ${HOPPER_NCU_TIMEOUT:-60} "$NCU" --clock-control none -k regex:'spmm_kernel' --metrics \
 gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sector_hit_rate.pct,lts__t_bytes.sum,\
 lts__throughput.avg.pct_of_peak_sustained_elapsed,dram__throughput.avg.pct_of_peak_sustained_elapsed,\
-sm__throughput.avg.pct_of_peak_sustained_elapsed $B/bin/hopper_probe ${HOPPER_NCU_ARGS:---ncu} > "$OUT/ncu.log" 2>&1
+sm__throughput.avg.pct_of_peak_sustained_elapsed,lts__t_sectors_srcunit_ltcfabric.sum,\
+lts__ltcfabric2ltc_cycles_active.avg.pct_of_peak_sustained_elapsed,\
+lts__lts2xbar_cycles_active_realtime.avg.pct_of_peak_sustained_elapsed $B/bin/hopper_probe ${HOPPER_NCU_ARGS:---ncu} > "$OUT/ncu.log" 2>&1
             res_ncu="rc=$?"
             awk '/__/{printf " %s=%s%s", $1, $3, $2} /^ncu: /{print "  | " $0}' "$OUT/ncu.log" | tail -40
         else

@@ -165,6 +165,40 @@ BSK_TEST(gpu_hopper_spmm_persistent_few_ctas)
     bsk_destroy(ctx);
 }
 
+/* The L2-partition queues (tune.part_tab, session 8 experiment): a CTA takes items of its partition's tile
+   group, then helps with the other's. Tables: SMs split by smid parity; every SM in partition 0 (group 1 is
+   done entirely by helping); every SM in partition 1. Odd and even N tile counts, one N tile (the queues
+   off), few CTAs and the full grid, beta, the long-row split through the queues; every element checked. */
+BSK_TEST(gpu_hopper_spmm_partition_queues)
+{
+    bsk_context *ctx = NULL;
+    const char *why = hopper_skip_reason(&ctx);
+    if (why) SKIP(why);
+    struct bsk_hopper_tune_s saved = bsk__hopper_tune;
+    bsk_rng *r = bsk_test_rng();
+    unsigned char tab[1024], *dtab = NULL;
+    REQUIRE(cudaMalloc((void **)&dtab, sizeof tab) == cudaSuccess);
+    bsk_bsr A = spmm_random_bsr(7 * 128 - 9, 6 * 128 + 5, 128, 0.5, BSK_PATTERN_SKEWED, BSK_F16);
+    for (int v = 0; v < 3; v++) {
+        for (int i = 0; i < 1024; i++) tab[i] = v == 0 ? (unsigned char)(i & 1) : (unsigned char)(v - 1);
+        REQUIRE(cudaMemcpy(dtab, tab, sizeof tab, cudaMemcpyHostToDevice) == cudaSuccess);
+        bsk__hopper_tune = saved;
+        bsk__hopper_tune.part_tab = dtab;
+        bsk__hopper_tune.max_ctas = v == 1 ? 0 : 3;
+        const int64_t N = 256 * (3 + v) - 8 * bsk_rng_int(r, 0, 20); /* 3, 4, 5 N tiles */
+        run_device_case(t, ctx, &A, N, 0, 0, BSK_F16, 1.0f, 0.0f, 1);
+        run_device_case(t, ctx, &A, N, 8, 0, BSK_F32, 0.5f, 1.0f, 1);
+        run_device_case(t, ctx, &A, 200, 0, 0, BSK_BF16, 1.5f, 0.0f, 1); /* one N tile: queues off */
+        bsk__hopper_tune.split = 2; /* long rows split into parts, parts queued like rows */
+        run_device_case(t, ctx, &A, N, 0, 0, BSK_F32, 1.0f, 0.0f, 1);
+        run_device_case(t, ctx, &A, N, 0, 0, BSK_F16, 0.5f, 0.0f, 1);
+    }
+    bsk__hopper_tune = saved;
+    bsk_bsr_free(&A);
+    cudaFree(dtab);
+    bsk_destroy(ctx);
+}
+
 /* The 2-CTA cluster variants (BM = 128, A multicast to both CTAs): 3 stages + TMA-store epilogue (16-bit C,
    beta = 0) and 4 stages + direct epilogue (any C, beta): tails, an odd number of N tiles (the second CTA's
    tile is past N), empty rows, skew, few clusters taking many items. */
@@ -600,4 +634,5 @@ BSK_TEST(gpu_hopper_spmm_op_t) { SKIP("built without CUDA"); }
 BSK_TEST(gpu_hopper_spmm_b64_modes) { SKIP("built without CUDA"); }
 BSK_TEST(gpu_hopper_spmm_long_rows_prefetch) { SKIP("built without CUDA"); }
 BSK_TEST(gpu_hopper_spmm_split) { SKIP("built without CUDA"); }
+BSK_TEST(gpu_hopper_spmm_partition_queues) { SKIP("built without CUDA"); }
 #endif

@@ -72,6 +72,14 @@ __device__ __forceinline__ int stage_word_read(const int *p, int lane)
 
 /* ---------------------------------------------------------------- clusters (distributed shared memory) */
 
+/* the SM this thread runs on (%smid; 0 .. %nsmid - 1, not always dense) */
+__device__ __forceinline__ uint32_t sm_id()
+{
+    uint32_t r;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(r));
+    return r;
+}
+
 __device__ __forceinline__ uint32_t cluster_ctarank()
 {
     uint32_t r;

@@ -74,6 +74,10 @@ struct SpmmParams {
     uint32_t b_lbo, b_sbo;  /* B descriptor strides in bytes (8192 between 64-column panels, 1024
                                between 8-row groups); run-time only so a probe can try the swap    */
     unsigned long long *prof; /* BSK_HOPPER_PROF builds only: per CTA 16 cycle counters (PROF_* below) */
+    const unsigned char *part; /* CAN_SPLIT configurations: smid -> L2 partition (0 / 1), or NULL. With it
+                               the two tile groups (tg = ceil(nt / 2)) have a queue each (counter[2 + g]):
+                               a CTA takes items of its partition's group, then helps with the other's, so
+                               each partition's L2 holds the B panels of its own N tiles only           */
 };
 
 /* Cycle accounting for probe builds (-DBSK_HOPPER_PROF, bench/hopper_probe.c --prof): where each warpgroup's
@@ -199,7 +203,7 @@ __global__ void __launch_bounds__(1024, 1)
     auto part_off = [&](int len, int P, int q) -> int { return q * (len / P) + min(q, len % P); };
     hist[tid] = 0;
     if (tid == 0) {
-        counter[0] = 0u;
+        counter[0] = counter[2] = counter[3] = 0u;
         s_units = 0;
         s_pbase = 0;
     }
@@ -482,7 +486,21 @@ __global__ void __launch_bounds__(384, 1)
             const uint64_t pol_a = l2_policy_evict_last(); /* used only with p.l2hint & 1 */
             /* Items: CTA 0's lane 0 takes them from the queue (fetch, one item ahead); in a cluster it hands each
                to CTA 1 through the channel (exchange), whose producer then walks the same blocks. */
-            auto fetch = [&]() -> unsigned { return (lane == 0 && rank == 0) ? atomicAdd(p.counter, 1u) : 0u; };
+            const unsigned tg = CF::CAN_SPLIT ? (unsigned)p.tg : nt, gsz = CF::CAN_SPLIT ? total / nt * tg : total;
+            /* partition queues: group 0 = items [0, sz0), group 1 = [sz0, total) */
+            const unsigned mypart = CF::CAN_SPLIT && p.part ? (unsigned)p.part[sm_id()] & 1u : 0u;
+            const unsigned sz0 = min(gsz, total);
+            auto fetch = [&]() -> unsigned {
+                if (lane != 0 || rank != 0) return 0u;
+                if (CF::CAN_SPLIT && p.part) {
+                    const unsigned u = atomicAdd(p.counter + 2 + mypart, 1u);
+                    if (u < (mypart ? total - sz0 : sz0)) return mypart ? sz0 + u : u;
+                    const unsigned v = atomicAdd(p.counter + 3 - mypart, 1u); /* help the other partition */
+                    if (v < (mypart ? sz0 : total - sz0)) return mypart ? v : sz0 + v;
+                    return total;
+                }
+                return atomicAdd(p.counter, 1u);
+            };
             auto exchange = [&](unsigned v) -> unsigned {
                 if (CL) {
                     if (lane == 0) {
@@ -523,7 +541,6 @@ __global__ void __launch_bounds__(384, 1)
                group holds every unit for each of its tiles, band by band, so rank j / tge names the band.
                Tile groups only in the split-capable configurations (BM = 128, no cluster); the others keep
                tg = nt (one group), folded at compile time (the op-T pair producer is short of registers). */
-            const unsigned tg = CF::CAN_SPLIT ? (unsigned)p.tg : nt, gsz = CF::CAN_SPLIT ? total / nt * tg : total;
             auto group_of = [&](unsigned t, unsigned &g0, unsigned &tge) -> unsigned {
                 if (!CF::CAN_SPLIT) {
                     g0 = 0;
