@@ -198,6 +198,9 @@ static void print_prof(spmm_arg *sa)
     free(hb);
 }
 
+/* src/cuda/l2_partition.cu's probe hook (internal) */
+bsk_status bsk__cuda_l2_partition_probe(bsk_context *ctx, unsigned char *table, float *lat, int *smid, int *n);
+
 int main(int argc, char **argv)
 {
     int quick = 0, variants = 0, cf32 = 0, ncu = 0, d1 = 0, ring4 = 0, bands = 0, prof = 0, skew = 0, tall = 0, fin = 0, mc = 0,
@@ -244,6 +247,27 @@ int main(int argc, char **argv)
         CK(cudaMalloc((void **)&d_part, sizeof tab));
         CK(cudaMemcpy(d_part, tab, sizeof tab, cudaMemcpyHostToDevice));
         part = 1;
+        /* the map the library finds by timing (src/cuda/l2_partition.cu) against the ncu table, up to the labels */
+        bsk_context *pc;
+        CS(bsk_create(&pc, BSK_BACKEND_CUDA));
+        unsigned char dt[1025];
+        float lat[1024];
+        int smid[1024], n = 0;
+        bsk_status ps = bsk__cuda_l2_partition_probe(pc, dt, lat, smid, &n);
+        if (ps) printf("discovery: %s\n", bsk_status_string(ps));
+        else {
+            int same = 0, flip = 0;
+            for (int i = 0; i < n; i++) {
+                same += dt[smid[i]] == tab[smid[i]];
+                flip += dt[smid[i]] != tab[smid[i]];
+            }
+            printf("discovery: valid %d, agrees with the ncu table on %d of %d SMs (%d with the labels swapped)\n",
+                   dt[1024], same > flip ? same : flip, n, flip);
+            printf("discovery latencies (cycles per load, by smid: partition):");
+            for (int i = 0; i < n; i++) printf(" %d:%.0f%s", smid[i], lat[i], dt[smid[i]] ? "*" : "");
+            printf("\n");
+        }
+        bsk_destroy(pc);
     }
     CK(cudaEventCreate(&ev0));
     CK(cudaEventCreate(&ev1));
@@ -305,7 +329,8 @@ int main(int argc, char **argv)
         int r4;             /* tune: ring4 */
         int split;          /* tune: split (0 default, -1 off, -2 auto, > 0 L) */
         int tg;             /* tune: tgroup (N tiles per tile group, 0 default) */
-        int part;           /* tune: part_tab (1: the table of --part FILE) */
+        int part;           /* L2-partition queues: 0 default (skewed rows, discovered map), -1 off, 1 forced
+                               with the table of --part FILE (ncu), 2 forced with the discovered map */
         int seed;           /* pattern seed (0: 1000 + the index of (b, d, pattern) in the default list, so
                                that variants of one case run on the same pattern) */
         int64_t m, n, k;    /* another shape than M_ = N_ = K_ (its own cuBLAS baseline) */
@@ -435,24 +460,17 @@ int main(int argc, char **argv)
         ADD(.b = 128, .d = 0.10, .skew = 1, .tag = "ncu skewed default");
         ADD(.b = 128, .d = 0.10, .skew = 1, .part = 1, .tag = "ncu skewed L2-partition queues");
     }
-    if (part && !ncu) { /* session 8: a queue per L2 partition (table from bench/l2_partition_probe.sh) against the
-                   default and against the same two tile groups without partitions, alternated */
-        for (int di = 0; di < 3; di++) {
-            ADD(.b = 128, .d = ds[di], .tag = "default");
-            ADD(.b = 128, .d = ds[di], .part = 1, .tag = "L2-partition queues");
-            ADD(.b = 128, .d = ds[di], .tg = 16, .tag = "two tile groups, no partitions");
-            ADD(.b = 128, .d = ds[di], .part = 1, .band = 8, .tag = "L2-partition queues, band 8 MB");
-            ADD(.b = 128, .d = ds[di], .part = 1, .tag = "L2-partition queues");
-            ADD(.b = 128, .d = ds[di], .tag = "default");
-        }
-        for (int di = 0; di < 3; di++) {
-            ADD(.b = 128, .d = ds[di], .skew = 1, .tag = "default");
-            ADD(.b = 128, .d = ds[di], .skew = 1, .part = 1, .tag = "L2-partition queues");
-            ADD(.b = 128, .d = ds[di], .skew = 1, .part = 1, .tag = "L2-partition queues");
-            ADD(.b = 128, .d = ds[di], .skew = 1, .tag = "default");
-        }
-        ADD(.b = 128, .d = 0.25, .bf = 1, .tag = "default");
-        ADD(.b = 128, .d = 0.25, .bf = 1, .part = 1, .tag = "L2-partition queues");
+    if (part && !ncu) { /* session 8: the L2-partition queues — off, the default (skewed rows only, the map the
+                           library discovered), forced with the ncu table / with the discovered map; alternated */
+        for (int di = 0; di < 3; di++)
+            for (int sk = 0; sk < 2; sk++) {
+                ADD(.b = 128, .d = ds[di], .skew = sk, .part = -1, .tag = "queues off");
+                ADD(.b = 128, .d = ds[di], .skew = sk, .tag = "default");
+                ADD(.b = 128, .d = ds[di], .skew = sk, .part = 1, .tag = "queues forced, ncu table");
+                ADD(.b = 128, .d = ds[di], .skew = sk, .part = 2, .tag = "queues forced, discovered map");
+                ADD(.b = 128, .d = ds[di], .skew = sk, .tag = "default");
+                ADD(.b = 128, .d = ds[di], .skew = sk, .part = -1, .tag = "queues off");
+            }
     }
     if (mc) { /* session 8: where the 2-CTA cluster kernel's L2 traffic goes (ncu: L2 requests / sectors per
                  source) against the unclustered default; timed alternately when not under ncu */
@@ -549,7 +567,8 @@ int main(int argc, char **argv)
         bsk__hopper_tune.ring4 = c.r4;
         bsk__hopper_tune.split = c.split;
         bsk__hopper_tune.tgroup = c.tg;
-        bsk__hopper_tune.part_tab = c.part ? d_part : NULL;
+        bsk__hopper_tune.part_tab = c.part == 1 ? d_part : NULL;
+        bsk__hopper_tune.part_mode = c.part == -1 ? -1 : c.part >= 1 ? 1 : 0;
         const int di_ = c.d == 0.10 ? 0 : c.d == 0.25 ? 1 : c.d == 0.50 ? 2 : 3;
         const uint64_t seed = c.seed ? (uint64_t)c.seed : (uint64_t)(1000 + (c.b == 64) * 6 + di_ * 2 + c.skew);
         bsk_dtype dt = c.bf ? BSK_BF16 : BSK_F16, ct = c.c32 ? BSK_F32 : dt;

@@ -165,7 +165,7 @@ BSK_TEST(gpu_hopper_spmm_persistent_few_ctas)
     bsk_destroy(ctx);
 }
 
-/* The L2-partition queues (tune.part_tab, session 8 experiment): a CTA takes items of its partition's tile
+/* The L2-partition queues (forced, tune.part_mode 1, with tables of our own): a CTA takes items of its partition's tile
    group, then helps with the other's. Tables: SMs split by smid parity; every SM in partition 0 (group 1 is
    done entirely by helping); every SM in partition 1. Odd and even N tile counts, one N tile (the queues
    off), few CTAs and the full grid, beta, the long-row split through the queues; every element checked. */
@@ -184,6 +184,7 @@ BSK_TEST(gpu_hopper_spmm_partition_queues)
         REQUIRE(cudaMemcpy(dtab, tab, sizeof tab, cudaMemcpyHostToDevice) == cudaSuccess);
         bsk__hopper_tune = saved;
         bsk__hopper_tune.part_tab = dtab;
+        bsk__hopper_tune.part_mode = 1;
         bsk__hopper_tune.max_ctas = v == 1 ? 0 : 3;
         const int64_t N = 256 * (3 + v) - 8 * bsk_rng_int(r, 0, 20); /* 3, 4, 5 N tiles */
         run_device_case(t, ctx, &A, N, 0, 0, BSK_F16, 1.0f, 0.0f, 1);
@@ -196,6 +197,46 @@ BSK_TEST(gpu_hopper_spmm_partition_queues)
     bsk__hopper_tune = saved;
     bsk_bsr_free(&A);
     cudaFree(dtab);
+    bsk_destroy(ctx);
+}
+
+/* src/cuda/l2_partition.cu's probe hook: runs the map discovery to completion, copies the table out. */
+bsk_status bsk__cuda_l2_partition_probe(bsk_context *ctx, unsigned char *table, float *lat, int *smid, int *n);
+
+/* The L2-partition map found by timing on this GPU. Either it is accepted (flag 1: 30-70 % of the SMs on each
+   side, the reference SM in partition 0, every table entry 0 / 1) or the whole table stays zero (timings
+   distorted, e.g. under compute-sanitizer: nothing half-written is used). Agreement with ncu's fabric counters
+   is checked by bench/hopper_probe --part (a device-run probe). Then the default dispatch (queues on for
+   skewed rows with that map) gives correct results, skewed and uniform, alpha / beta. */
+BSK_TEST(gpu_hopper_l2_partition_map)
+{
+    bsk_context *ctx = NULL;
+    const char *why = hopper_skip_reason(&ctx);
+    if (why) SKIP(why);
+    unsigned char tab[1025];
+    float lat[1024];
+    int smid[1024], n = 0;
+    REQUIRE_OK(bsk__cuda_l2_partition_probe(ctx, tab, lat, smid, &n));
+    int n1 = 0;
+    for (int i = 0; i < n; i++) n1 += tab[smid[i]];
+    fprintf(stderr, "  L2 partitions: valid %d, %d of %d SMs in partition 1\n", tab[1024], n1, n);
+    int bad = 0;
+    for (int i = 0; i < 1024; i++) bad += tab[i] > 1 || (tab[1024] != 1 && tab[i] != 0);
+    CHECK(bad == 0);
+    CHECK(tab[1024] <= 1);
+    if (tab[1024] == 1) {
+        CHECK(10 * n1 >= 3 * n && 10 * n1 <= 7 * n);
+        CHECK(tab[smid[0]] == 0); /* the reference SM is partition 0 */
+    }
+    bsk_rng *r = bsk_test_rng();
+    for (int v = 0; v < 2; v++) {
+        bsk_bsr A = spmm_random_bsr(9 * 128 + 5, 7 * 128, 128, 0.3, v ? BSK_PATTERN_UNIFORM : BSK_PATTERN_SKEWED,
+                                    BSK_F16);
+        const int64_t N = 256 * 5 - 8 * bsk_rng_int(r, 0, 20);
+        run_device_case(t, ctx, &A, N, 0, 0, BSK_F16, 1.0f, 0.0f, 1);
+        run_device_case(t, ctx, &A, N, 0, 8, BSK_F32, 0.5f, 1.0f, 1);
+        bsk_bsr_free(&A);
+    }
     bsk_destroy(ctx);
 }
 
@@ -635,4 +676,5 @@ BSK_TEST(gpu_hopper_spmm_b64_modes) { SKIP("built without CUDA"); }
 BSK_TEST(gpu_hopper_spmm_long_rows_prefetch) { SKIP("built without CUDA"); }
 BSK_TEST(gpu_hopper_spmm_split) { SKIP("built without CUDA"); }
 BSK_TEST(gpu_hopper_spmm_partition_queues) { SKIP("built without CUDA"); }
+BSK_TEST(gpu_hopper_l2_partition_map) { SKIP("built without CUDA"); }
 #endif

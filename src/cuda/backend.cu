@@ -108,6 +108,7 @@ extern "C" void bsk_cuda_release(bsk_context *ctx)
 {
     if (!ctx->cuda) return;
     bsk_cuda_pattern_cache_release(ctx->cuda);
+    bsk_cuda_l2_partitions_release(ctx->cuda);
     if (ctx->cuda->workspace) (void)cudaFree(ctx->cuda->workspace);
     free(ctx->cuda);
     ctx->cuda = NULL;

@@ -38,12 +38,27 @@ struct bsk_cuda_state {
     size_t workspace_bytes;
     struct bsk_tindex_entry tindex[BSK_TINDEX_SLOTS]; /* transpose-index LRU (pattern_cache.cu) */
     uint64_t tindex_clock;
+    /* L2-partition map (l2_partition.cu): 0 not started, 1 running, 2 valid (l2p_dev holds it), 3 none */
+    int l2p_state;
+    unsigned char *l2p_dev, *l2p_host;
+    cudaEvent_t l2p_ev;
 };
 
 /* The context's CUDA state, created on first use. NULL only on allocation failure. */
 struct bsk_cuda_state *bsk_cuda_state_get(bsk_context *ctx);
 /* Grow the context's workspace to at least `bytes` (stream-ordered free of the old one). */
 bsk_status bsk_cuda_workspace(bsk_context *ctx, size_t bytes, void **ptr);
+
+/* ---- which SMs share an L2 partition (src/cuda/l2_partition.cu): a device table of 1025 bytes (smid ->
+   0 / 1, byte 1024 = 1) once known, else NULL. The first call outside a stream capture starts the discovery
+   on ctx->stream (two small kernels) and returns NULL; later calls poll its event (never wait) and return the
+   table once it is in and clear. BSK_L2_PARTITIONS=0 turns it off. Any table gives correct results. */
+const unsigned char *bsk_cuda_l2_partitions(bsk_context *ctx);
+void bsk_cuda_l2_partitions_release(struct bsk_cuda_state *st);
+/* Test / probe hook: runs the discovery to completion (host-synchronous) and copies out the table (1025
+   bytes), the per-block chase latencies (cycles per load) and SM ids (n = the SM count). */
+extern "C" bsk_status bsk__cuda_l2_partition_probe(bsk_context *ctx, unsigned char *table, float *lat, int *smid,
+                                                   int *n);
 
 /* ---- transpose index of a device BSR pattern (src/cuda/pattern_cache.cu), for Aᵀ·B: for block column j,
    its blocks t_ptr[j] .. t_ptr[j+1]-1 in block-row order, each with its block row t_row[] and its index into

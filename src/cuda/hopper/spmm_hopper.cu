@@ -206,9 +206,13 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, cons
     p.b_lbo = bsk__hopper_tune.bdesc_swap ? 1024u : 8192u;
     p.b_sbo = bsk__hopper_tune.bdesc_swap ? 8192u : 1024u;
     p.prof = (unsigned long long *)bsk__hopper_tune.prof_buf;
-    /* L2-partition queues (knob part_tab, session 8 experiment): two tile groups, one per partition */
-    p.part = CF::CAN_SPLIT && nt >= 2 ? (const unsigned char *)bsk__hopper_tune.part_tab : NULL;
-    if (p.part) p.tg = (int)((nt + 1) / 2);
+    /* L2-partition queues for skewed rows (the kernel decides from the prep's flag): the GPU's own map once
+       known (src/cuda/l2_partition.cu), or a probe's table; knob part_mode -1 off, 1 whatever the rows */
+    p.part = NULL;
+    if (CF::CAN_SPLIT && nt >= 2 && bsk__hopper_tune.part_mode >= 0)
+        p.part = bsk__hopper_tune.part_tab ? (const unsigned char *)bsk__hopper_tune.part_tab
+                                           : bsk_cuda_l2_partitions(ctx);
+    p.part_force = bsk__hopper_tune.part_mode == 1 ? 1 : 0;
 
     if ((int64_t)grid > units_cap * nt * CF::CLUSTER) grid = (int)(units_cap * nt * CF::CLUSTER);
     grid = grid / CF::CLUSTER * CF::CLUSTER;

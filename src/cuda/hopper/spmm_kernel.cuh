@@ -74,10 +74,12 @@ struct SpmmParams {
     uint32_t b_lbo, b_sbo;  /* B descriptor strides in bytes (8192 between 64-column panels, 1024
                                between 8-row groups); run-time only so a probe can try the swap    */
     unsigned long long *prof; /* BSK_HOPPER_PROF builds only: per CTA 16 cycle counters (PROF_* below) */
-    const unsigned char *part; /* CAN_SPLIT configurations: smid -> L2 partition (0 / 1), or NULL. With it
-                               the two tile groups (tg = ceil(nt / 2)) have a queue each (counter[2 + g]):
-                               a CTA takes items of its partition's group, then helps with the other's, so
+    const unsigned char *part; /* CAN_SPLIT configurations: smid -> L2 partition (0 / 1), or NULL. Used when
+                               the prep kernel found the rows skewed (counter[4]) or part_force: then the
+                               two tile groups (tg = ceil(nt / 2)) have a queue each (counter[2 + g]); a
+                               CTA takes items of its partition's group, then helps with the other's, so
                                each partition's L2 holds the B panels of its own N tiles only           */
+    int part_force;         /* 1: the partition queues whatever the rows (experiments, tests)        */
 };
 
 /* Cycle accounting for probe builds (-DBSK_HOPPER_PROF, bench/hopper_probe.c --prof): where each warpgroup's
@@ -161,8 +163,9 @@ struct Cfg {
 
 /* One CTA of 1024 threads: a counting sort of the units (block rows, or pairs of adjacent block rows) by
    length (blocks, both rows together), longest first (lengths past 1023 share the top bin), writing
-   {unit, start, middle, end} with row_ptr clamped to [0, nnzb]; zeroes the queue head and writes the number
-   of items (units x nt) to counter[1].
+   {unit, start, middle, end} with row_ptr clamped to [0, nnzb]; zeroes the queue heads (counter[0], and
+   counter[2..3] of the partition queues), writes the number of items (units x nt) to counter[1] and to
+   counter[4] whether the rows are skewed (longest unit >= twice the mean).
    Split (split_len L > 0, one-row units only): a row of len >= 2L blocks becomes P = min(len / L, 64) parts
    of consecutive blocks (lengths between L and 2L - 1, the longer ones first), each a unit of its own, entry
    {row, first, end, code} with code = (pbase + 1) << 12 | part << 6 | (P - 1): the row's P partial slots
@@ -186,7 +189,7 @@ __global__ void __launch_bounds__(1024, 1)
     __shared__ int hist[1024];
     __shared__ int excl[1025];
     __shared__ int warp_tot[32];
-    __shared__ int s_sum, s_units, s_pbase;
+    __shared__ int s_sum, s_units, s_pbase, s_maxlen;
     const int tid = threadIdx.x;
     const int mu = pair ? (mb + 1) >> 1 : mb;
     /* unit i: clamped {start, middle, end} and its length */
@@ -205,6 +208,7 @@ __global__ void __launch_bounds__(1024, 1)
     if (tid == 0) {
         counter[0] = counter[2] = counter[3] = 0u;
         s_units = 0;
+        s_maxlen = 0;
         s_pbase = 0;
     }
     /* the split length: double L until the split rows' parts fit in parts_cap slots */
@@ -233,8 +237,11 @@ __global__ void __launch_bounds__(1024, 1)
             atomicAdd(&hist[1023 - min(pl, 1023)], 1);
         }
         atomicAdd(&s_units, P);
+        atomicMax(&s_maxlen, len);
     }
     __syncthreads();
+    /* skewed rows (the longest >= twice the mean, >= 4 blocks): the main kernel's L2-partition queues pay there */
+    if (tid == 0) counter[4] = s_maxlen >= 4 && (long long)s_maxlen * mu >= 2LL * nnzb ? 1u : 0u;
     const int mu2 = s_units; /* units after the split */
     /* exclusive scan of hist[0..1023] (bin 0 = longest units) */
     int v = hist[tid], x = v;
@@ -486,13 +493,16 @@ __global__ void __launch_bounds__(384, 1)
             const uint64_t pol_a = l2_policy_evict_last(); /* used only with p.l2hint & 1 */
             /* Items: CTA 0's lane 0 takes them from the queue (fetch, one item ahead); in a cluster it hands each
                to CTA 1 through the channel (exchange), whose producer then walks the same blocks. */
-            const unsigned tg = CF::CAN_SPLIT ? (unsigned)p.tg : nt, gsz = CF::CAN_SPLIT ? total / nt * tg : total;
-            /* partition queues: group 0 = items [0, sz0), group 1 = [sz0, total) */
-            const unsigned mypart = CF::CAN_SPLIT && p.part ? (unsigned)p.part[sm_id()] & 1u : 0u;
+            /* partition queues (skewed rows, session 8): group 0 = items [0, sz0), group 1 = [sz0, total) */
+            const bool use_part =
+                CF::CAN_SPLIT && p.part && nt >= 2 && (p.part_force || *(volatile unsigned *)(p.counter + 4) != 0u);
+            const unsigned mypart = use_part ? (unsigned)p.part[sm_id()] & 1u : 0u;
+            const unsigned tg = !CF::CAN_SPLIT ? nt : use_part ? (nt + 1) / 2 : (unsigned)p.tg;
+            const unsigned gsz = CF::CAN_SPLIT ? total / nt * tg : total;
             const unsigned sz0 = min(gsz, total);
             auto fetch = [&]() -> unsigned {
                 if (lane != 0 || rank != 0) return 0u;
-                if (CF::CAN_SPLIT && p.part) {
+                if (use_part) {
                     const unsigned u = atomicAdd(p.counter + 2 + mypart, 1u);
                     if (u < (mypart ? total - sz0 : sz0)) return mypart ? sz0 + u : u;
                     const unsigned v = atomicAdd(p.counter + 3 - mypart, 1u); /* help the other partition */

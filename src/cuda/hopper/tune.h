@@ -31,8 +31,10 @@ struct bsk_hopper_tune_s {
     int out_max_grid; /* written by the launcher: the persistent grid before capping by the item count        */
     int out_split_len; /* written by the launcher: the split length L it asked the prep kernel for (0: none)  */
     int out_pf;       /* written by the launcher: the prefetch lead in blocks it used (0: off)                 */
-    const void *part_tab; /* device array [1024] of unsigned char: smid -> L2 partition (0 / 1); non-NULL: the BM = 128
-                         op-N kernels split the N tiles in two groups with a queue per partition (experiment) */
+    int part_mode;        /* BM = 128 op-N L2-partition queues: 0 default (skewed rows, once the GPU's map is
+                             known), -1 off, 1 whatever the rows                                            */
+    const void *part_tab; /* device array [1024] of unsigned char: smid -> L2 partition (0 / 1) to use instead of
+                             the discovered map (bench/l2_partition_probe.sh's ncu table; tests)            */
     void *prof_buf;   /* device buffer of 16 x grid unsigned long long cycle counters, read by kernels built
                          with -DBSK_HOPPER_PROF (bench/hopper_probe.c --prof); NULL otherwise                 */
 };
