@@ -203,7 +203,7 @@ bsk_status bsk__cuda_l2_partition_probe(bsk_context *ctx, unsigned char *table, 
 
 int main(int argc, char **argv)
 {
-    int quick = 0, variants = 0, cf32 = 0, ncu = 0, d1 = 0, ring4 = 0, bands = 0, prof = 0, skew = 0, tall = 0, fin = 0, mc = 0,
+    int quick = 0, variants = 0, cf32 = 0, ncu = 0, d1 = 0, ring4 = 0, bands = 0, prof = 0, skew = 0, tall = 0, fin = 0, mc = 0, hint = 0, partcheck = 0,
         part = 0,
         s7 = 0;
     const char *part_file = NULL;
@@ -219,6 +219,11 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--tall")) tall = 1; /* few long rows (small M, large K): the split's other case */
         else if (!strcmp(argv[i], "--nodefault")) quick = 2; /* only the sets asked for */
         else if (!strcmp(argv[i], "--part") && i + 1 < argc) part_file = argv[++i]; /* session 8: L2-partition queues */
+        else if (!strcmp(argv[i], "--partcheck") && i + 1 < argc) { /* only the discovered map vs the ncu table */
+            part_file = argv[++i];
+            partcheck = 1;
+        }
+        else if (!strcmp(argv[i], "--hint")) hint = 1; /* session 8: L2 hints on unskewed rows by default */
         else if (!strcmp(argv[i], "--mc")) mc = 1; /* session 8: b128 with and without A multicast (2-CTA clusters) */
         else if (!strcmp(argv[i], "--s7")) s7 = 1; /* session 7: the L2 eviction hints on skewed and uniform b128 */
         else if (!strcmp(argv[i], "--final")) fin = 1; /* b128 uniform / skewed defaults, few-rows shapes split / not */
@@ -246,7 +251,7 @@ int main(int argc, char **argv)
         printf("L2-partition table %s: %d SMs, %d in partition 1\n", part_file, np, n1);
         CK(cudaMalloc((void **)&d_part, sizeof tab));
         CK(cudaMemcpy(d_part, tab, sizeof tab, cudaMemcpyHostToDevice));
-        part = 1;
+        part = !partcheck;
         /* the map the library finds by timing (src/cuda/l2_partition.cu) against the ncu table, up to the labels */
         bsk_context *pc;
         CS(bsk_create(&pc, BSK_BACKEND_CUDA));
@@ -471,6 +476,19 @@ int main(int argc, char **argv)
                 ADD(.b = 128, .d = ds[di], .skew = sk, .tag = "default");
                 ADD(.b = 128, .d = ds[di], .skew = sk, .part = -1, .tag = "queues off");
             }
+    }
+    if (hint) { /* session 8: the default's L2 hints (A evict_last + C evict_first on rows the prep finds not skewed)
+                   against none, alternated; skewed rows (no hints by default) as a control */
+        for (int di = 0; di < 3; di++) {
+            ADD(.b = 128, .d = ds[di], .l2h = -1, .tag = "no hints");
+            ADD(.b = 128, .d = ds[di], .tag = "default");
+            ADD(.b = 128, .d = ds[di], .tag = "default");
+            ADD(.b = 128, .d = ds[di], .l2h = -1, .tag = "no hints");
+        }
+        ADD(.b = 128, .d = 0.10, .skew = 1, .l2h = -1, .tag = "no hints");
+        ADD(.b = 128, .d = 0.10, .skew = 1, .tag = "default");
+        ADD(.b = 128, .d = 0.25, .bf = 1, .l2h = -1, .tag = "no hints");
+        ADD(.b = 128, .d = 0.25, .bf = 1, .tag = "default");
     }
     if (mc) { /* session 8: where the 2-CTA cluster kernel's L2 traffic goes (ncu: L2 requests / sectors per
                  source) against the unclustered default; timed alternately when not under ncu */

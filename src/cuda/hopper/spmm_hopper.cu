@@ -203,6 +203,9 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, cons
     /* tune.l2hint: 1 A evict_last + C evict_first (session 6), 2 C evict_first only (session 7: within 1 % of
        none everywhere) */
     p.l2hint = bsk__hopper_tune.l2hint == 1 ? 3 : bsk__hopper_tune.l2hint == 2 ? 2 : 0;
+    /* default (session 8): both hints on rows the prep finds short and not skewed (b128 uniform d 0.1 +1.5 %,
+       d 0.25 equal, d 0.5 -0.3 %: hopper_s8_hint_probe.log); -1: none */
+    p.l2hint_auto = bsk__hopper_tune.l2hint == 0 ? 1 : 0;
     p.b_lbo = bsk__hopper_tune.bdesc_swap ? 1024u : 8192u;
     p.b_sbo = bsk__hopper_tune.bdesc_swap ? 8192u : 1024u;
     p.prof = (unsigned long long *)bsk__hopper_tune.prof_buf;

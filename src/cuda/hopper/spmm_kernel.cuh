@@ -71,6 +71,8 @@ struct SpmmParams {
     int pf;                 /* L2 prefetch lead in blocks per list (0: off; at most 32)             */
     int cl_acq;             /* clusters: consumers' full-barrier waits with cluster-scope acquire   */
     int l2hint;             /* bits: 1 A loads evict_last, 2 C stores evict_first                  */
+    int l2hint_auto;        /* CAN_SPLIT configurations: both hints when the prep kernel found the rows
+                               short and not skewed (counter[5] == 1, counter[4] == 0)             */
     uint32_t b_lbo, b_sbo;  /* B descriptor strides in bytes (8192 between 64-column panels, 1024
                                between 8-row groups); run-time only so a probe can try the swap    */
     unsigned long long *prof; /* BSK_HOPPER_PROF builds only: per CTA 16 cycle counters (PROF_* below) */
@@ -165,7 +167,8 @@ struct Cfg {
    length (blocks, both rows together), longest first (lengths past 1023 share the top bin), writing
    {unit, start, middle, end} with row_ptr clamped to [0, nnzb]; zeroes the queue heads (counter[0], and
    counter[2..3] of the partition queues), writes the number of items (units x nt) to counter[1] and to
-   counter[4] whether the rows are skewed (longest unit >= twice the mean).
+   counter[4] whether the rows are skewed (longest unit >= twice the mean), to counter[5] whether they are
+   short (mean < 12 blocks).
    Split (split_len L > 0, one-row units only): a row of len >= 2L blocks becomes P = min(len / L, 64) parts
    of consecutive blocks (lengths between L and 2L - 1, the longer ones first), each a unit of its own, entry
    {row, first, end, code} with code = (pbase + 1) << 12 | part << 6 | (P - 1): the row's P partial slots
@@ -240,8 +243,12 @@ __global__ void __launch_bounds__(1024, 1)
         atomicMax(&s_maxlen, len);
     }
     __syncthreads();
-    /* skewed rows (the longest >= twice the mean, >= 4 blocks): the main kernel's L2-partition queues pay there */
-    if (tid == 0) counter[4] = s_maxlen >= 4 && (long long)s_maxlen * mu >= 2LL * nnzb ? 1u : 0u;
+    /* skewed rows (the longest >= twice the mean, >= 4 blocks): the main kernel's L2-partition queues pay there;
+       short rows (mean < 12 blocks): C tiles come fast, the L2 hints pay there (session 8) */
+    if (tid == 0) {
+        counter[4] = s_maxlen >= 4 && (long long)s_maxlen * mu >= 2LL * nnzb ? 1u : 0u;
+        counter[5] = (long long)nnzb < 12LL * mu ? 1u : 0u;
+    }
     const int mu2 = s_units; /* units after the split */
     /* exclusive scan of hist[0..1023] (bin 0 = longest units) */
     int v = hist[tid], x = v;
@@ -480,6 +487,10 @@ __global__ void __launch_bounds__(384, 1)
     __syncthreads();
     if (CL) cluster_sync(); /* every CTA's barriers exist before any other CTA touches them */
     grid_dep_wait();        /* the prep kernel's order and counter are visible from here on */
+    const int l2h = p.l2hint | (CF::CAN_SPLIT && p.l2hint_auto && *(volatile unsigned *)(p.counter + 4) == 0u &&
+                                        *(volatile unsigned *)(p.counter + 5) != 0u
+                                    ? 3
+                                    : 0);
 
     if (wg == 0) {
         /* ------------------------------------------------------------ producer */
@@ -490,7 +501,7 @@ __global__ void __launch_bounds__(384, 1)
             const unsigned nt = (unsigned)p.nt,
                            total = CF::CAN_SPLIT ? *(volatile unsigned *)(p.counter + 1) : p.total_items;
             const int D = CF::TRANS ? 0 : p.pf; /* no L2 prefetch for op T (off by default anyway) */
-            const uint64_t pol_a = l2_policy_evict_last(); /* used only with p.l2hint & 1 */
+            const uint64_t pol_a = l2_policy_evict_last(); /* used only with l2h & 1 */
             /* Items: CTA 0's lane 0 takes them from the queue (fetch, one item ahead); in a cluster it hands each
                to CTA 1 through the channel (exchange), whose producer then walks the same blocks. */
             /* partition queues (skewed rows, session 8): group 0 = items [0, sz0), group 1 = [sz0, total) */
@@ -723,7 +734,7 @@ __global__ void __launch_bounds__(384, 1)
                                 const uint32_t adst = sbase + CF::A_OFF + s * CF::A_BYTES;
                                 const uint32_t bdst = sbase + CF::B_OFF + s * CF::B_BYTES;
                                 if (CF::PAIR) { /* each row's 64 x 64 block into its consumer's half */
-                                    if (p.l2hint & 1) {
+                                    if (l2h & 1) {
                                         if (inA) tma_load_3d_hint(adst, &tmA, fb, 0, 0, vblkA, pol_a);
                                         if (inB) tma_load_3d_hint(adst + 64u * 128u, &tmA, fb, 0, 0, vblkB, pol_a);
                                     } else {
@@ -737,7 +748,7 @@ __global__ void __launch_bounds__(384, 1)
                                 } else if (CL) /* my 64 rows of A's panel, into both CTAs */
                                     tma_load_3d_mc(adst + rank * 64u * 128u, &tmA, fb, h * 64, (int)rank * 64, blkA,
                                                    (uint16_t)3);
-                                else if (p.l2hint & 1)
+                                else if (l2h & 1)
                                     tma_load_3d_hint(adst, &tmA, fb, h * 64, 0, blkA, pol_a);
                                 else
                                     tma_load_3d(adst, &tmA, fb, h * 64, 0, blkA);
@@ -904,7 +915,7 @@ __global__ void __launch_bounds__(384, 1)
                     fence_proxy_async_smem();
                     named_bar_sync(1 + c, 128);
                     if (tw == 0 && wc0 + 64 * Q0 < p.N && wr0 < p.M) {
-                        if (p.l2hint & 2) {
+                        if (l2h & 2) {
                             const uint64_t pol_c = l2_policy_evict_first();
 #pragma unroll
                             for (int q = 0; q < CF::EPQ; ++q)

@@ -19,7 +19,8 @@ struct bsk_hopper_tune_s {
     int pf;         /* L2 prefetch lead in stages: 0 default (off), -1 off, > 0 that many stages (<= 32 blocks) */
     int cl_acq;     /* clusters: 1 = consumers wait on the full barrier with cluster-scope acquire (run-4 kernel) */
     int l2hint;     /* 1: A loads evict_last (reused across N tiles), TMA-stored C evict_first (never re-read);
-                       2: C evict_first only                                                                 */
+                       2: C evict_first only; 0 default: both on short (mean < 12 blocks), unskewed rows (BM = 128 op N,
+                       session 8), none elsewhere; -1: none                                                  */
     int ring4;      /* TMA-store epilogue configurations: 0 default, 1 three stages + the whole tile staged at once,
                        2 four stages + half the tile staged per round (two rounds)                            */
     int split;      /* BM = 128 long-row split (parts of L .. 2L - 1 blocks on different CTAs, fp32 partials
