@@ -11,7 +11,7 @@
 
 using namespace bsk_small;
 
-struct bsk_hopper_small_tune_s bsk__hopper_small_tune = {0, 0, 0, 0, 0, 0, 0, 0, 0};
+struct bsk_hopper_small_tune_s bsk__hopper_small_tune = {0, 0, 0, 0, 0, 0, 0, NULL, 0, 0};
 
 /* Stage shapes (docs/hopper-spmm-notes.md, session 4, run 2). Default (variant 0), Bᵀ read from shared memory by
    wgmma and one stage's wgmmas left in flight while the next stage's are issued:
@@ -27,6 +27,13 @@ typedef SmallCfg<32, 1, 7, false> Cfg32r;
 typedef SmallCfg<16, 2, 7> Cfg16;
 typedef SmallCfg<16, 1, 14> Cfg16n;
 typedef SmallCfg<16, 2, 7, false> Cfg16r;
+/* Session 8 experiments: compact stages (SmallCfg SB > 0), up to KC entries per stage, only present blocks */
+typedef SmallCfg<32, 4, 4, true, 1, 49152> Cfg32c3;
+typedef SmallCfg<32, 4, 5, true, 1, 40960> Cfg32c4;
+typedef SmallCfg<32, 3, 6, true, 1, 32768> Cfg32c5;
+typedef SmallCfg<16, 4, 8, true, 2, 24576> Cfg16c3;
+typedef SmallCfg<16, 4, 12, true, 2, 16384> Cfg16c4;
+typedef SmallCfg<16, 4, 6, true, 2, 32768> Cfg16c5;
 
 /* Below these block densities (nnzb / (mb * nb)) the portable mma.sync kernel is faster, so this kernel declines
    (bsk__hopper_small_tune.force takes every case; the tests use it). Measured at 8192^3 fp16 on an H100 (session 4,
@@ -94,6 +101,7 @@ static bsk_status launch_small(bsk_context *ctx, const struct bsk_cuda_state *st
     p.band = (int)band;
     p.total = (unsigned)(G * nt);
     p.diag = bsk__hopper_small_tune.diag;
+    p.prof = (long long *)bsk__hopper_small_tune.prof;
     bsk__hopper_small_tune.out_items = (int)(G * nt);
 
     if ((s = bsk_hopper_allow_smem(small_spmm_kernel<CF, DT, CT>, CF::SMEM))) return s;
@@ -183,9 +191,15 @@ bsk_status bsk_hopper_spmm_small(bsk_context *ctx, bsk_op op, float alpha, const
     if (b == 32) {
         if (v == 1 && !bf) return by_out_f16<Cfg32n>(ctx, st, A, B, alpha, beta, C, name);
         if (v == 2 && !bf) return by_out_f16<Cfg32r>(ctx, st, A, B, alpha, beta, C, name);
+        if (v == 3 && !bf) return by_out_f16<Cfg32c3>(ctx, st, A, B, alpha, beta, C, name);
+        if (v == 4 && !bf) return by_out_f16<Cfg32c4>(ctx, st, A, B, alpha, beta, C, name);
+        if (v == 5 && !bf) return by_out_f16<Cfg32c5>(ctx, st, A, B, alpha, beta, C, name);
         return by_out<Cfg32>(ctx, st, bf, A, B, alpha, beta, C, name);
     }
     if (v == 1 && !bf) return by_out_f16<Cfg16n>(ctx, st, A, B, alpha, beta, C, name);
     if (v == 2 && !bf) return by_out_f16<Cfg16r>(ctx, st, A, B, alpha, beta, C, name);
+    if (v == 3 && !bf) return by_out_f16<Cfg16c3>(ctx, st, A, B, alpha, beta, C, name);
+    if (v == 4 && !bf) return by_out_f16<Cfg16c4>(ctx, st, A, B, alpha, beta, C, name);
+    if (v == 5 && !bf) return by_out_f16<Cfg16c5>(ctx, st, A, B, alpha, beta, C, name);
     return by_out<Cfg16>(ctx, st, bf, A, B, alpha, beta, C, name);
 }

@@ -49,6 +49,13 @@
 #include "bsk.h" /* bsk_dtype */
 #include "ptx.cuh"
 
+/* -DBSK_SMALL_PROF: cycle counters in the small kernel (probe builds only; SP_* below) */
+#ifdef BSK_SMALL_PROF
+#define SPROF(...) __VA_ARGS__
+#else
+#define SPROF(...)
+#endif
+
 /* Own namespace: spmm_kernel.cuh has templates of the same names in bsk_hopper (Cfg, OutT); identical mangled
    names with different bodies in two translation units would be merged by the linker. */
 namespace bsk_small {
@@ -71,14 +78,22 @@ struct SmallParams {
     int band;               /* groups per band                                                               */
     unsigned total;         /* G * nt                                                                        */
     int diag;               /* experiments only (results wrong): 1 the records carry no rows (consumers idle,
-                               loads unchanged: the load pipeline alone), 2 no A-block loads                  */
+                               loads unchanged: the load pipeline alone), 2 no A-block loads, 3 no loads at all
+                               and consumers idle (the barrier / instruction pipeline alone)                    */
+    long long *prof;        /* -DBSK_SMALL_PROF builds: per-CTA cycle counters (SMALL_PROF_N per CTA)         */
+};
+
+/* -DBSK_SMALL_PROF: cycle counters, SMALL_PROF_N per CTA (summed by the probe). */
+enum {
+    SP_P_TOTAL, SP_P_EMPTY, SP_P_STAGES, SP_P_ENTRIES, SP_P_BLOCKS, SP_C_TOTAL, SP_C_WAIT, SP_C_MMA, SP_C_EPI,
+    SP_C_STAGES, SP_C_WAITED, SP_LAT_WAITED, SP_LAT_ALL, SP_C_ITEMS, SMALL_PROF_N = 16
 };
 
 enum { SM_LAST = 1, SM_END = 2 };
 
 /* Compile-time shape. KC union entries (block columns) per stage; R = 256 / BS rows per group. A stage is
    [B box, consumer 0's 64 columns: KC*BS rows x 128 bytes][the same for consumer 1][A slots: KC x R blocks]. */
-template <int BS_, int KC_, int STAGES_, bool SS_ = true, int EPR_ = 64 / BS_>
+template <int BS_, int KC_, int STAGES_, bool SS_ = true, int EPR_ = 64 / BS_, int SB_ = 0>
 struct SmallCfg {
     static constexpr int BS = BS_;
     /* SS: Bᵀ read by wgmma from the B box in shared memory (trans-a) and each stage's wgmma group left in flight
@@ -88,16 +103,23 @@ struct SmallCfg {
     static constexpr int KC = KC_;
     static constexpr int STAGES = STAGES_;
     static_assert(BS_ == 32 || BS_ == 16, "BS 32 or 16");
-    static_assert(KC_ == 1 || KC_ == 2, "KC 1 or 2 (entries of one stage stay inside one 32-entry chunk)");
+    /* COMPACT (SB > 0): a stage of SB bytes holds up to KC entries, as many as fit: entry j's B box at j *
+       ENTRY_B_BYTES ([consumer][BS rows][128 bytes]) and only the PRESENT blocks, packed down from the stage's end
+       (block i of the stage at SB - (i + 1) * BLK_BYTES, in entry-major, row-minor order: the consumer walks the
+       KC x R mask in that order). Otherwise (classic) KC entries and KC x R fixed block slots per stage. */
+    static constexpr bool COMPACT = SB_ > 0;
+    static_assert(COMPACT ? (KC_ >= 1 && KC_ <= 4 && KC_ * (256 / BS_) <= 64)
+                          : (KC_ == 1 || KC_ == 2), "KC 1 or 2 (classic: entries of one stage stay inside one 32-entry chunk), <= 4 compact");
     static constexpr int R = 256 / BS_;               /* block rows per group                             */
     static constexpr int RMASK = (1 << R) - 1;
     static constexpr int KS = BS_ / 16;               /* k16 steps per block                              */
     static constexpr int BN = 128;                    /* columns per item                                 */
-    static constexpr int SUB_BYTES = KC_ * BS_ * 128; /* one consumer's B box(es)                         */
+    static constexpr int SUB_BYTES = KC_ * BS_ * 128; /* one consumer's B box(es) (classic)               */
     static constexpr int B_BYTES = 2 * SUB_BYTES;
     static constexpr int BLK_BYTES = BS_ * BS_ * 2;
     static constexpr int A_BYTES = KC_ * R * BLK_BYTES;
-    static constexpr int STAGE_BYTES = B_BYTES + A_BYTES;
+    static constexpr int STAGE_BYTES = COMPACT ? SB_ : B_BYTES + A_BYTES;
+    static_assert(!COMPACT || SB_ >= 2 * BS_ * 128 + R * BLK_BYTES, "a compact stage holds any one entry");
     static_assert(STAGE_BYTES % 1024 == 0, "stages stay 1024-byte aligned (128-byte swizzle of the B boxes)");
     static constexpr int ENTRY_B_BYTES = 2 * BS_ * 128; /* the B bytes of one entry (both consumers)        */
     /* A blocks: K-major B operand, rows of BS*2 bytes, swizzle of that width; 8-row groups SBO apart */
@@ -112,7 +134,8 @@ struct SmallCfg {
     static constexpr int STG_OFF = STAGES_ * STAGE_BYTES;
     static constexpr int BAR_OFF = STG_OFF + 2 * STG_WG_BYTES;
     static constexpr int META_OFF = BAR_OFF + 2 * STAGES_ * 8;
-    static constexpr int SMEM = META_OFF + STAGES_ * 16 + 1024; /* + slack to align the base to 1024        */
+    /* per stage: the record {group, N tile, masks (low 32 bits), flags}, then {masks (high 32 bits), -, clock} */
+    static constexpr int SMEM = META_OFF + STAGES_ * 32 + 1024; /* + slack to align the base to 1024        */
     static constexpr int THREADS = 384;
 };
 
@@ -423,9 +446,13 @@ template <> struct SMmaSS<16, BSK_BF16> {
     }
 };
 
-/* Registers per thread after setmaxnreg: 128 x PRODUCER + 256 x CONSUMER <= 384 x 168 (what the CTA got). */
-constexpr int SMALL_PRODUCER_REGS = 56, SMALL_CONSUMER_REGS = 224;
-static_assert(128 * SMALL_PRODUCER_REGS + 256 * SMALL_CONSUMER_REGS <= 384 * 168, "register budget");
+/* Registers per thread after setmaxnreg: 128 x PRODUCER + 256 x CONSUMER <= 384 x 168 (what the CTA got).
+   Compact stages: the producer keeps up to 4 entries' columns, block indices and masks (56 spilled there), the
+   consumers need fewer (one address cursor instead of fixed slots). */
+template <bool COMPACT> struct SmallRegs {
+    static constexpr int PRODUCER = COMPACT ? 72 : 56, CONSUMER = COMPACT ? 216 : 224;
+    static_assert(128 * PRODUCER + 256 * CONSUMER <= 384 * 168, "register budget");
+};
 
 template <class CF, int DT, int CT>
 __global__ void __launch_bounds__(384, 1)
@@ -437,7 +464,7 @@ __global__ void __launch_bounds__(384, 1)
     uint8_t *smem = (uint8_t *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
     const uint32_t sbase = smem_u32(smem);
     const uint32_t full0 = sbase + CF::BAR_OFF, empty0 = full0 + 8 * CF::STAGES;
-    int4 *meta = (int4 *)(smem + CF::META_OFF);
+    int4 *meta = (int4 *)(smem + CF::META_OFF); /* two int4 per stage (SmallCfg::SMEM) */
     const int wg = threadIdx.x >> 7, warp = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31;
 
     if (threadIdx.x == 0) {
@@ -454,16 +481,21 @@ __global__ void __launch_bounds__(384, 1)
 
     if (wg == 0) {
         /* ------------------------------------------------------------ producer */
-        setmaxnreg_dec<SMALL_PRODUCER_REGS>();
+        setmaxnreg_dec<SmallRegs<CF::COMPACT>::PRODUCER>();
         if (warp != 0) return;
         uint32_t s = 0, ph = 0;
         const unsigned total = p.total;
         auto fetch = [&]() -> unsigned { return lane == 0 ? atomicAdd(p.counter, 1u) : 0u; };
-        /* lane 0: wait for the slot, publish the meta record, arm the full barrier (loads follow) */
-        auto open_stage = [&](int4 mv, uint32_t bytes) {
+        SPROF(long long pr_empty = 0, pr_stages = 0, pr_entries = 0, pr_blocks = 0; const long long pr_t0 = clock64();)
+        /* lane 0: wait for the slot, publish the meta record (mhi: the high 32 mask bits of a compact stage),
+           arm the full barrier (loads follow) */
+        auto open_stage = [&](int4 mv, uint32_t bytes, int mhi) {
             const uint32_t fb = full0 + 8 * s;
+            SPROF(const long long tw0 = clock64();)
             mbar_wait(empty0 + 8 * s, ph ^ 1);
-            meta[s] = mv;
+            SPROF(pr_empty += clock64() - tw0; ++pr_stages; meta[2 * s + 1].z = (int)clock();)
+            meta[2 * s] = mv;
+            if (CF::COMPACT) meta[2 * s + 1].x = mhi;
             if (bytes) mbar_arrive_expect_tx(fb, bytes);
             else mbar_arrive(fb);
         };
@@ -502,7 +534,7 @@ __global__ void __launch_bounds__(384, 1)
         }
         for (;;) {
             if (t >= total) {
-                if (lane == 0) open_stage(make_int4(0, 0, 0, SM_END), 0);
+                if (lane == 0) open_stage(make_int4(0, 0, 0, SM_END), 0, 0);
                 break;
             }
             const unsigned pend = fetch(); /* the next item's ticket, taken one item ahead */
@@ -529,10 +561,83 @@ __global__ void __launch_bounds__(384, 1)
             const int g = d.x, ntile = d.y, es = d.z, ul = d.w;
             const int n0 = ntile * CF::BN;
             if (ul <= 0) { /* no blocks in the group: one empty stage, the epilogue writes alpha*0 (+ beta*C) */
-                if (lane == 0) open_stage(make_int4(g, ntile, 0, SM_LAST), 0);
+                if (lane == 0) open_stage(make_int4(g, ntile, 0, SM_LAST), 0, 0);
                 if (++s == CF::STAGES) { s = 0; ph ^= 1; }
             }
             int done = 0;
+            if constexpr (CF::COMPACT) {
+                /* Entries are packed into a stage while they fit: B boxes up from the stage's start, the present
+                   blocks down from its end (SmallCfg). The window c0 holds entries cb .. cb + 31, c1 the next 32. */
+                int e = 0, cb = 0;
+                while (e < ul) {
+                    int col[KC], blk[KC];
+                    bool val[KC];
+                    uint32_t vmj[KC];
+                    unsigned long long masks = 0ull;
+                    uint32_t bytes = 0;
+                    int na = 0;
+                    bool open = true;
+#pragma unroll
+                    for (int j = 0; j < KC; ++j) {
+                        col[j] = 0;
+                        blk[j] = rk;
+                        val[j] = false;
+                        vmj[j] = 0u;
+                        if (open && e < ul) { /* warp-uniform */
+                            if (e - cb >= 32) {
+                                c0 = c1;
+                                cb += 32;
+                                c1 = chunk(es, ul, cb + 32);
+                            }
+                            const int idx = e - cb;
+                            const int cl = __shfl_sync(0xffffffffu, c0.x, idx);
+                            const int m = __shfl_sync(0xffffffffu, c0.y, idx);
+                            const bool mine = (unsigned)cl < (unsigned)p.nb && lane < R && ((m >> lane) & 1);
+                            const bool v = mine && rk < re;
+                            const uint32_t vm = __ballot_sync(0xffffffffu, v) & (uint32_t)CF::RMASK;
+                            const int n = __popc(vm);
+                            if (j == 0 || (j + 1) * CF::ENTRY_B_BYTES + (na + n) * CF::BLK_BYTES <= CF::STAGE_BYTES) {
+                                col[j] = cl;
+                                val[j] = v;
+                                vmj[j] = vm;
+                                masks |= (unsigned long long)vm << (j * R);
+                                bytes += vm ? (uint32_t)CF::ENTRY_B_BYTES + (p.diag == 2 ? 0u : (uint32_t)n * (uint32_t)CF::BLK_BYTES) : 0u;
+                                na += n;
+                                rk += mine ? 1 : 0;
+                                ++e;
+                                SPROF(++pr_entries; pr_blocks += n;)
+                            } else {
+                                open = false;
+                            }
+                        }
+                    }
+                    const bool last = e >= ul;
+                    if (p.diag == 1 || p.diag == 3) masks = 0ull;
+                    if (p.diag == 3) bytes = 0u;
+                    if (lane == 0)
+                        open_stage(make_int4(g, ntile, (int)(uint32_t)masks, last ? SM_LAST : 0), bytes, (int)(uint32_t)(masks >> 32));
+                    __syncwarp(); /* the barrier is armed before any load can complete on it */
+                    const uint32_t fb = full0 + 8 * s;
+                    const uint32_t st = sbase + s * CF::STAGE_BYTES;
+                    int ab = 0; /* blocks of the stage's earlier entries */
+#pragma unroll
+                    for (int j = 0; j < KC; ++j) {
+                        if (lane == 0 && vmj[j] && p.diag != 3) {
+#pragma unroll
+                            for (int q = 0; q < 2; ++q)
+                                tma_load_2d(st + j * CF::ENTRY_B_BYTES + q * BS * 128, &tmB, fb, n0 + 64 * q, col[j] * BS);
+                        }
+                        if (val[j] && p.diag != 2 && p.diag != 3) {
+                            const int slot = ab + __popc(vmj[j] & ((1u << lane) - 1u));
+                            tma_load_3d(st + CF::STAGE_BYTES - (slot + 1) * CF::BLK_BYTES, &tmA, fb, 0, 0, blk[j]);
+                        }
+                        ab += __popc(vmj[j]);
+                    }
+                    if (++s == CF::STAGES) { s = 0; ph ^= 1; }
+                    ++done;
+                    if (la < 2 && done >= 2 + la) look();
+                }
+            } else {
             for (int e = 0; e < ul; e += KC) {
                 if (e > 0 && (e & 31) == 0) { /* next window of 32 entries; the one after is loaded ahead */
                     c0 = c1;
@@ -554,25 +659,29 @@ __global__ void __launch_bounds__(384, 1)
                     const uint32_t vm = __ballot_sync(0xffffffffu, val[j]) & (uint32_t)CF::RMASK;
                     masks |= vm << (j * R);
                     bytes += vm ? (uint32_t)CF::ENTRY_B_BYTES + (p.diag == 2 ? 0u : (uint32_t)__popc(vm) * (uint32_t)CF::BLK_BYTES) : 0u;
+                    SPROF(pr_entries += in ? 1 : 0; pr_blocks += __popc(vm);)
                 }
                 const bool last = e + KC >= ul;
-                if (lane == 0) open_stage(make_int4(g, ntile, p.diag == 1 ? 0 : (int)masks, last ? SM_LAST : 0), bytes);
+                if (p.diag == 3) bytes = 0u;
+                if (lane == 0)
+                    open_stage(make_int4(g, ntile, p.diag == 1 || p.diag == 3 ? 0 : (int)masks, last ? SM_LAST : 0), bytes, 0);
                 __syncwarp(); /* the barrier is armed before any load can complete on it */
                 const uint32_t fb = full0 + 8 * s;
                 const uint32_t st = sbase + s * CF::STAGE_BYTES;
 #pragma unroll
                 for (int j = 0; j < KC; ++j) {
                     const uint32_t vm = (masks >> (j * R)) & (uint32_t)CF::RMASK;
-                    if (lane == 0 && vm) {
+                    if (lane == 0 && vm && p.diag != 3) {
 #pragma unroll
                         for (int q = 0; q < 2; ++q)
                             tma_load_2d(st + q * CF::SUB_BYTES + j * BS * 128, &tmB, fb, n0 + 64 * q, col[j] * BS);
                     }
-                    if (val[j] && p.diag != 2) tma_load_3d(st + CF::B_BYTES + (j * R + lane) * CF::BLK_BYTES, &tmA, fb, 0, 0, blk[j]);
+                    if (val[j] && p.diag != 2 && p.diag != 3) tma_load_3d(st + CF::B_BYTES + (j * R + lane) * CF::BLK_BYTES, &tmA, fb, 0, 0, blk[j]);
                 }
                 if (++s == CF::STAGES) { s = 0; ph ^= 1; }
                 ++done;
                 if (la < 2 && done >= 2 + la) look();
+            }
             }
             while (la < 2) look();
             t = tn;
@@ -582,9 +691,14 @@ __global__ void __launch_bounds__(384, 1)
             c0 = nc0;
             c1 = nc1;
         }
+        SPROF(if (lane == 0 && p.prof) {
+            long long *q = p.prof + (size_t)blockIdx.x * SMALL_PROF_N;
+            q[SP_P_TOTAL] = clock64() - pr_t0; q[SP_P_EMPTY] = pr_empty; q[SP_P_STAGES] = pr_stages;
+            q[SP_P_ENTRIES] = pr_entries; q[SP_P_BLOCKS] = pr_blocks;
+        })
     } else {
         /* ------------------------------------------------------------ consumers */
-        setmaxnreg_inc<SMALL_CONSUMER_REGS>();
+        setmaxnreg_inc<SmallRegs<CF::COMPACT>::CONSUMER>();
         const int c = wg - 1;
         float acc[R][BS / 2];
         uint32_t s = 0, ph = 0;
@@ -594,32 +708,61 @@ __global__ void __launch_bounds__(384, 1)
         const int lrow = (lane & 7) + 8 * ((lane >> 4) & 1);
         const uint32_t lchunk = (uint32_t)((2 * warp + ((lane >> 3) & 1)) ^ (lane & 7));
         const uint32_t lofs = (uint32_t)lrow * 128u + (lchunk << 4) + (uint32_t)c * CF::SUB_BYTES;
-        auto wait_full = [&]() { mbar_wait(full0 + 8 * s, ph); };
+        SPROF(long long cw = 0, cm = 0, ce = 0, cst = 0, cwd = 0, lw = 0, lall = 0, cit = 0; const long long ct0 = clock64();)
+        auto wait_full = [&]() {
+            SPROF(const long long w0 = clock64();)
+            mbar_wait(full0 + 8 * s, ph);
+            SPROF(const long long w1 = clock64(); cw += w1 - w0; ++cst;
+                  const long long lat = (long long)(unsigned)((unsigned)clock() - (unsigned)meta[2 * s + 1].z); lall += lat;
+                  if (w1 - w0 > 100) { ++cwd; lw += lat; })
+        };
         auto release = [&](uint32_t slot) { /* one arrival per warp (the lane that read the record) */
             __syncwarp();
             if (lane == 0) mbar_arrive(empty0 + 8 * slot);
         };
         /* the record's masks and flags, through lane 0 (stage_record_read's reasoning) */
-        auto read_mf = [&](int &masks, int &fl) {
-            int mz = 0, mw = 0;
+        auto read_mf = [&](unsigned long long &masks, int &fl) {
+            int mz = 0, mw = 0, mh = 0;
             if (lane == 0) {
-                mz = meta[s].z;
-                mw = meta[s].w;
+                mz = meta[2 * s].z;
+                mw = meta[2 * s].w;
+                if (CF::COMPACT) mh = meta[2 * s + 1].x;
             }
-            masks = __shfl_sync(0xffffffffu, mz, 0);
+            masks = (unsigned long long)(uint32_t)__shfl_sync(0xffffffffu, mz, 0);
+            if (CF::COMPACT) masks |= (unsigned long long)(uint32_t)__shfl_sync(0xffffffffu, mh, 0) << 32;
             fl = __shfl_sync(0xffffffffu, mw, 0);
         };
         /* One stage's wgmmas for the rows in `masks` (guarded off for the others: see wgmma_*_if), not waited for.
            SS: Bᵀ straight from the B box: its 64 (n) x 16 (k) tile, stored k-row-major, is M-major for wgmma
            (trans-a), 128-byte swizzled, 8-row groups 1024 bytes apart (the op-T layout of spmm_kernel.cuh).
            Otherwise: Bᵀ through registers (ldmatrix.trans into the A fragment), reused for every row. */
-        auto issue = [&](int masks) {
+        auto issue = [&](unsigned long long masks) {
             const uint32_t st = sbase + s * CF::STAGE_BYTES;
-            if constexpr (CF::SS) {
+            if constexpr (CF::COMPACT) {
+                /* entry j's B box at j * ENTRY_B_BYTES (this consumer's half at + c * BS * 128); the present blocks
+                   packed down from the stage's end in (entry, row) order: `cur` is the next one's address */
+                static_assert(CF::SS, "compact stages: Bᵀ from shared memory");
+                wgmma_fence();
+                uint32_t cur = st + (uint32_t)(CF::STAGE_BYTES - CF::BLK_BYTES);
+#pragma unroll
+                for (int j = 0; j < KC; ++j) {
+#pragma unroll
+                    for (int r = 0; r < R; ++r) {
+                        const int on = (int)((masks >> (j * R + r)) & 1ull);
+#pragma unroll
+                        for (int ks = 0; ks < CF::KS; ++ks)
+                            SMmaSS<BS, DT>::run(acc[r],
+                                                smem_desc(st + (uint32_t)(j * CF::ENTRY_B_BYTES + (c * BS + 16 * ks) * 128),
+                                                          8192u, 1024u),
+                                                smem_desc_swz(cur + 32u * ks, 16u, CF::A_SBO, CF::A_SWZ), on);
+                        cur -= on ? (uint32_t)CF::BLK_BYTES : 0u;
+                    }
+                }
+            } else if constexpr (CF::SS) {
                 wgmma_fence();
 #pragma unroll
                 for (int j = 0; j < KC; ++j) {
-                    const int mj = (masks >> (j * R)) & CF::RMASK;
+                    const int mj = (int)((masks >> (j * R)) & (unsigned long long)CF::RMASK);
 #pragma unroll
                     for (int r = 0; r < R; ++r) {
                         const uint32_t ab = st + CF::B_BYTES + (uint32_t)((j * R + r) * CF::BLK_BYTES);
@@ -642,7 +785,7 @@ __global__ void __launch_bounds__(384, 1)
                 wgmma_fence();
 #pragma unroll
                 for (int j = 0; j < KC; ++j) {
-                    const int mj = (masks >> (j * R)) & CF::RMASK;
+                    const int mj = (int)((masks >> (j * R)) & (unsigned long long)CF::RMASK);
 #pragma unroll
                     for (int r = 0; r < R; ++r) {
                         const uint32_t ab = st + CF::B_BYTES + (uint32_t)((j * R + r) * CF::BLK_BYTES);
@@ -659,8 +802,9 @@ __global__ void __launch_bounds__(384, 1)
         const int tw = threadIdx.x & 127;
         for (;;) {
             wait_full();
-            const int4 m = stage_record_read(&meta[s], lane);
+            const int4 m = stage_record_read(&meta[2 * s], lane);
             if (m.w & SM_END) break;
+            SPROF(++cit;)
             const int g = m.x, ntile = m.y;
 #pragma unroll
             for (int r = 0; r < R; ++r)
@@ -670,15 +814,19 @@ __global__ void __launch_bounds__(384, 1)
             for (int r = 0; r < R; ++r)
 #pragma unroll
                 for (int i = 0; i < BS / 2; ++i) reg_fence(acc[r][i]);
-            int masks = m.z, fl = m.w;
+            unsigned long long masks = (unsigned long long)(uint32_t)m.z;
+            if (CF::COMPACT) masks |= (unsigned long long)(uint32_t)stage_word_read(&meta[2 * s + 1].x, lane) << 32;
+            int fl = m.w;
             if constexpr (CF::SS) {
                 /* the stage before this one stays in flight while this one is issued: a consumer does not wait
                    for its own wgmmas each stage (a group per stage, empty when no row has the column) */
                 uint32_t prev = 0xffffffffu;
                 for (;;) {
+                    SPROF(const long long m0 = clock64();)
                     if (masks) issue(masks);
                     wgmma_commit();
                     wgmma_wait<1>();
+                    SPROF(cm += clock64() - m0;)
                     if (prev != 0xffffffffu) release(prev);
                     prev = s;
                     if (++s == CF::STAGES) { s = 0; ph ^= 1; }
@@ -709,6 +857,7 @@ __global__ void __launch_bounds__(384, 1)
             /* epilogue: EPR block rows (STG_ROWS C rows) per pass through the staging buffer; the passes are unrolled
                at compile time (static_for) so that every accumulator index is a constant (else they go to local
                memory) */
+            SPROF(const long long e0 = clock64();)
             const int64_t grow0 = (int64_t)g * R * BS;
             const int col0 = ntile * CF::BN + 64 * c;
             const int mrow = 16 * warp + (lane >> 2);
@@ -733,7 +882,13 @@ __global__ void __launch_bounds__(384, 1)
                 small_store_rows<CT, CF::PITCH, CF::STG_ROWS>(stg, (char *)p.C, p.ldc, grow0 + (int64_t)P * CF::STG_ROWS,
                                                               col0, p.M, p.N, p.alpha, p.beta, tw);
             });
+            SPROF(ce += clock64() - e0;)
         }
+        SPROF(if (c == 0 && warp == 0 && lane == 0 && p.prof) {
+            long long *q = p.prof + (size_t)blockIdx.x * SMALL_PROF_N;
+            q[SP_C_TOTAL] = clock64() - ct0; q[SP_C_WAIT] = cw; q[SP_C_MMA] = cm; q[SP_C_EPI] = ce; q[SP_C_STAGES] = cst;
+            q[SP_C_WAITED] = cwd; q[SP_LAT_WAITED] = lw; q[SP_LAT_ALL] = lall; q[SP_C_ITEMS] = cit;
+        })
     }
 }
 
