@@ -170,7 +170,7 @@ BSK_TEST(gpu_hopper_small_empty_skewed)
 
 /* A persistent grid of 3 CTAs taking many items each (ring phases and the item look-ahead run on across items;
    the epilogue's staging buffer reused item after item), tiny bands (many bands, a partial last one), PDL off,
-   every stage shape of each block size (variants 1-5 exist for fp16 input); then a bitwise repeat. */
+   every stage shape of each block size (variants 1-6 exist for fp16 input); then a bitwise repeat. */
 BSK_TEST(gpu_hopper_small_persistent)
 {
     bsk_context *ctx = NULL;
@@ -180,7 +180,7 @@ BSK_TEST(gpu_hopper_small_persistent)
     bsk_rng *r = bsk_test_rng();
     for (int b = 32; b >= 16; b /= 2) {
         const char *want = small_name(b);
-        for (int v = 0; v < 6; v++) {
+        for (int v = 0; v < 7; v++) {
             bsk__hopper_small_tune.variant = v;
             bsk__hopper_small_tune.max_ctas = 3;
             bsk__hopper_small_tune.band_mb = v ? 0 : 1;
@@ -211,7 +211,7 @@ static int keep_all(int64_t i, int64_t j, bsk_rng *r)
     return 1;
 }
 
-/* The compact-stage variants (3-5: a stage packs up to 4 entries and only their present blocks, so stages hold
+/* The compact-stage variants (3-6: a stage packs up to 4 entries and only their present blocks, so stages hold
    1-4 entries and a row group's item mixes them): tails (N odd, N < 64, K < b, M = 1), empty rows and groups,
    nnzb = 0, skewed rows, full blocks (d = 1: every entry has every row, stages exactly full), each on a few CTAs
    too (ring phases across items). fp16 input (the variants exist for it). */
@@ -224,7 +224,7 @@ BSK_TEST(gpu_hopper_small_compact)
     bsk_rng *r = bsk_test_rng();
     for (int b = 32; b >= 16; b /= 2) {
         const char *want = small_name(b);
-        for (int v = 3; v < 6; v++) {
+        for (int v = 3; v < 7; v++) {
             bsk__hopper_small_tune.variant = v;
             for (int few = 0; few < 2; few++) {
                 bsk__hopper_small_tune.max_ctas = few ? 3 : 0;
@@ -323,7 +323,7 @@ BSK_TEST(gpu_hopper_small_malformed_indices_safe)
         dB.data = spmm_dev_copy(B.data, spmm_dense_bytes(&B));
         dC.data = spmm_dev_copy(C.data, spmm_dense_bytes(&C));
         REQUIRE(dB.data && dC.data);
-        for (int v = 0; v < 6; v++) {
+        for (int v = 0; v < 7; v++) {
             bsk__hopper_small_tune.variant = v;
             bsk__hopper_small_tune.max_ctas = v % 2 ? 2 : 0;
             CHECK_STATUS(bsk_spmm(ctx, BSK_OP_N, 1.0f, &dA, &dB, 0.5f, &dC), BSK_SUCCESS);

@@ -34,6 +34,8 @@ typedef SmallCfg<32, 3, 6, true, 1, 32768> Cfg32c5;
 typedef SmallCfg<16, 4, 8, true, 2, 24576> Cfg16c3;
 typedef SmallCfg<16, 4, 12, true, 2, 16384> Cfg16c4;
 typedef SmallCfg<16, 4, 6, true, 2, 32768> Cfg16c5;
+typedef SmallCfg<32, 4, 4, true, 1, 49152, 2> Cfg32c6; /* variant 6: variant 3 with two producer warps */
+typedef SmallCfg<16, 4, 8, true, 2, 24576, 2> Cfg16c6;
 
 /* Below these block densities (nnzb / (mb * nb)) the portable mma.sync kernel is faster, so this kernel declines
    (bsk__hopper_small_tune.force takes every case; the tests use it). Measured at 8192^3 fp16 on an H100 (session 4,
@@ -194,6 +196,7 @@ bsk_status bsk_hopper_spmm_small(bsk_context *ctx, bsk_op op, float alpha, const
         if (v == 3 && !bf) return by_out_f16<Cfg32c3>(ctx, st, A, B, alpha, beta, C, name);
         if (v == 4 && !bf) return by_out_f16<Cfg32c4>(ctx, st, A, B, alpha, beta, C, name);
         if (v == 5 && !bf) return by_out_f16<Cfg32c5>(ctx, st, A, B, alpha, beta, C, name);
+        if (v == 6 && !bf) return by_out_f16<Cfg32c6>(ctx, st, A, B, alpha, beta, C, name);
         return by_out<Cfg32>(ctx, st, bf, A, B, alpha, beta, C, name);
     }
     if (v == 1 && !bf) return by_out_f16<Cfg16n>(ctx, st, A, B, alpha, beta, C, name);
@@ -201,5 +204,6 @@ bsk_status bsk_hopper_spmm_small(bsk_context *ctx, bsk_op op, float alpha, const
     if (v == 3 && !bf) return by_out_f16<Cfg16c3>(ctx, st, A, B, alpha, beta, C, name);
     if (v == 4 && !bf) return by_out_f16<Cfg16c4>(ctx, st, A, B, alpha, beta, C, name);
     if (v == 5 && !bf) return by_out_f16<Cfg16c5>(ctx, st, A, B, alpha, beta, C, name);
+    if (v == 6 && !bf) return by_out_f16<Cfg16c6>(ctx, st, A, B, alpha, beta, C, name);
     return by_out<Cfg16>(ctx, st, bf, A, B, alpha, beta, C, name);
 }

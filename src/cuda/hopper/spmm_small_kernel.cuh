@@ -93,7 +93,7 @@ enum { SM_LAST = 1, SM_END = 2 };
 
 /* Compile-time shape. KC union entries (block columns) per stage; R = 256 / BS rows per group. A stage is
    [B box, consumer 0's 64 columns: KC*BS rows x 128 bytes][the same for consumer 1][A slots: KC x R blocks]. */
-template <int BS_, int KC_, int STAGES_, bool SS_ = true, int EPR_ = 64 / BS_, int SB_ = 0>
+template <int BS_, int KC_, int STAGES_, bool SS_ = true, int EPR_ = 64 / BS_, int SB_ = 0, int PW_ = 1>
 struct SmallCfg {
     static constexpr int BS = BS_;
     /* SS: Bᵀ read by wgmma from the B box in shared memory (trans-a) and each stage's wgmma group left in flight
@@ -108,6 +108,10 @@ struct SmallCfg {
        (block i of the stage at SB - (i + 1) * BLK_BYTES, in entry-major, row-minor order: the consumer walks the
        KC x R mask in that order). Otherwise (classic) KC entries and KC x R fixed block slots per stage. */
     static constexpr bool COMPACT = SB_ > 0;
+    /* PW = 2 (compact only): two producer warps walk the same entries, warp 0 loads the B boxes and writes the
+       records, warp 1 loads the blocks; each arms the full barrier with its own bytes (init count 2). */
+    static constexpr int PW = PW_;
+    static_assert(PW_ == 1 || (PW_ == 2 && SB_ > 0), "PW 1, or 2 with compact stages");
     static_assert(COMPACT ? (KC_ >= 1 && KC_ <= 4 && KC_ * (256 / BS_) <= 64)
                           : (KC_ == 1 || KC_ == 2), "KC 1 or 2 (classic: entries of one stage stay inside one 32-entry chunk), <= 4 compact");
     static constexpr int R = 256 / BS_;               /* block rows per group                             */
@@ -135,7 +139,8 @@ struct SmallCfg {
     static constexpr int BAR_OFF = STG_OFF + 2 * STG_WG_BYTES;
     static constexpr int META_OFF = BAR_OFF + 2 * STAGES_ * 8;
     /* per stage: the record {group, N tile, masks (low 32 bits), flags}, then {masks (high 32 bits), -, clock} */
-    static constexpr int SMEM = META_OFF + STAGES_ * 32 + 1024; /* + slack to align the base to 1024        */
+    static constexpr int TICK_OFF = META_OFF + STAGES_ * 32;    /* PW 2: the next item's ticket, 2 slots      */
+    static constexpr int SMEM = TICK_OFF + 16 + 1024;           /* + slack to align the base to 1024        */
     static constexpr int THREADS = 384;
 };
 
@@ -469,7 +474,7 @@ __global__ void __launch_bounds__(384, 1)
 
     if (threadIdx.x == 0) {
         for (int s = 0; s < CF::STAGES; ++s) {
-            mbar_init(full0 + 8 * s, 1);
+            mbar_init(full0 + 8 * s, CF::PW);
             mbar_init(empty0 + 8 * s, 8); /* one arrival per consumer warp */
         }
         mbar_init_fence();
@@ -482,10 +487,17 @@ __global__ void __launch_bounds__(384, 1)
     if (wg == 0) {
         /* ------------------------------------------------------------ producer */
         setmaxnreg_dec<SmallRegs<CF::COMPACT>::PRODUCER>();
-        if (warp != 0) return;
+        if (warp >= CF::PW) return;
         uint32_t s = 0, ph = 0;
         const unsigned total = p.total;
-        auto fetch = [&]() -> unsigned { return lane == 0 ? atomicAdd(p.counter, 1u) : 0u; };
+        /* PW 2: the first ticket is blockIdx.x, the later ones gridDim.x + the counter (warp 0 takes them and
+           passes each to warp 1 through `tick`, double-buffered by item parity, at a named barrier) */
+        unsigned *tick = (unsigned *)(smem + CF::TICK_OFF);
+        unsigned items_seen = 0;
+        auto fetch = [&]() -> unsigned {
+            if (CF::PW == 1) return lane == 0 ? atomicAdd(p.counter, 1u) : 0u;
+            return lane == 0 && warp == 0 ? atomicAdd(p.counter, 1u) + gridDim.x : 0u;
+        };
         SPROF(long long pr_empty = 0, pr_stages = 0, pr_entries = 0, pr_blocks = 0; const long long pr_t0 = clock64();)
         /* lane 0: wait for the slot, publish the meta record (mhi: the high 32 mask bits of a compact stage),
            arm the full barrier (loads follow) */
@@ -493,9 +505,11 @@ __global__ void __launch_bounds__(384, 1)
             const uint32_t fb = full0 + 8 * s;
             SPROF(const long long tw0 = clock64();)
             mbar_wait(empty0 + 8 * s, ph ^ 1);
-            SPROF(pr_empty += clock64() - tw0; ++pr_stages; meta[2 * s + 1].z = (int)clock();)
-            meta[2 * s] = mv;
-            if (CF::COMPACT) meta[2 * s + 1].x = mhi;
+            SPROF(pr_empty += clock64() - tw0; ++pr_stages; if (warp == 0) meta[2 * s + 1].z = (int)clock();)
+            if (warp == 0) {
+                meta[2 * s] = mv;
+                if (CF::COMPACT) meta[2 * s + 1].x = mhi;
+            }
             if (bytes) mbar_arrive_expect_tx(fb, bytes);
             else mbar_arrive(fb);
         };
@@ -522,7 +536,7 @@ __global__ void __launch_bounds__(384, 1)
             return base + lane < ul ? __ldg(p.ent + es + base + lane) : make_int2(-1, 0);
         };
 
-        unsigned t = __shfl_sync(0xffffffffu, fetch(), 0);
+        unsigned t = CF::PW == 1 ? __shfl_sync(0xffffffffu, fetch(), 0) : blockIdx.x;
         int4 d = make_int4(0, 0, 0, 0);
         int rk = 0, re = 0;
         int2 c0 = make_int2(-1, 0), c1 = make_int2(-1, 0);
@@ -547,7 +561,15 @@ __global__ void __launch_bounds__(384, 1)
             int2 nc0 = make_int2(-1, 0), nc1 = make_int2(-1, 0);
             auto look = [&]() {
                 if (la == 0) {
-                    tn = __shfl_sync(0xffffffffu, pend, 0);
+                    if (CF::PW == 1) {
+                        tn = __shfl_sync(0xffffffffu, pend, 0);
+                    } else {
+                        volatile unsigned *tk = tick + (items_seen & 1u);
+                        if (warp == 0 && lane == 0) *tk = pend;
+                        named_bar_sync(3, 64);
+                        tn = *tk;
+                        ++items_seen;
+                    }
                     if (tn < total) nd = desc_of(tn);
                 } else {
                     if (tn < total) {
@@ -574,7 +596,7 @@ __global__ void __launch_bounds__(384, 1)
                     bool val[KC];
                     uint32_t vmj[KC];
                     unsigned long long masks = 0ull;
-                    uint32_t bytes = 0;
+                    uint32_t bytes = 0, bytes_a = 0;
                     int na = 0;
                     bool open = true;
 #pragma unroll
@@ -601,7 +623,8 @@ __global__ void __launch_bounds__(384, 1)
                                 val[j] = v;
                                 vmj[j] = vm;
                                 masks |= (unsigned long long)vm << (j * R);
-                                bytes += vm ? (uint32_t)CF::ENTRY_B_BYTES + (p.diag == 2 ? 0u : (uint32_t)n * (uint32_t)CF::BLK_BYTES) : 0u;
+                                bytes += vm ? (uint32_t)CF::ENTRY_B_BYTES : 0u;
+                                bytes_a += p.diag == 2 ? 0u : (uint32_t)n * (uint32_t)CF::BLK_BYTES;
                                 na += n;
                                 rk += mine ? 1 : 0;
                                 ++e;
@@ -613,6 +636,8 @@ __global__ void __launch_bounds__(384, 1)
                     }
                     const bool last = e >= ul;
                     if (p.diag == 1 || p.diag == 3) masks = 0ull;
+                    if (CF::PW == 1) bytes += bytes_a;
+                    else if (warp == 1) bytes = bytes_a; /* warp 0: the B boxes, warp 1: the blocks */
                     if (p.diag == 3) bytes = 0u;
                     if (lane == 0)
                         open_stage(make_int4(g, ntile, (int)(uint32_t)masks, last ? SM_LAST : 0), bytes, (int)(uint32_t)(masks >> 32));
@@ -622,12 +647,12 @@ __global__ void __launch_bounds__(384, 1)
                     int ab = 0; /* blocks of the stage's earlier entries */
 #pragma unroll
                     for (int j = 0; j < KC; ++j) {
-                        if (lane == 0 && vmj[j] && p.diag != 3) {
+                        if (lane == 0 && warp == 0 && vmj[j] && p.diag != 3) {
 #pragma unroll
                             for (int q = 0; q < 2; ++q)
                                 tma_load_2d(st + j * CF::ENTRY_B_BYTES + q * BS * 128, &tmB, fb, n0 + 64 * q, col[j] * BS);
                         }
-                        if (val[j] && p.diag != 2 && p.diag != 3) {
+                        if (val[j] && warp == CF::PW - 1 && p.diag != 2 && p.diag != 3) {
                             const int slot = ab + __popc(vmj[j] & ((1u << lane) - 1u));
                             tma_load_3d(st + CF::STAGE_BYTES - (slot + 1) * CF::BLK_BYTES, &tmA, fb, 0, 0, blk[j]);
                         }
@@ -691,7 +716,7 @@ __global__ void __launch_bounds__(384, 1)
             c0 = nc0;
             c1 = nc1;
         }
-        SPROF(if (lane == 0 && p.prof) {
+        SPROF(if (lane == 0 && warp == 0 && p.prof) {
             long long *q = p.prof + (size_t)blockIdx.x * SMALL_PROF_N;
             q[SP_P_TOTAL] = clock64() - pr_t0; q[SP_P_EMPTY] = pr_empty; q[SP_P_STAGES] = pr_stages;
             q[SP_P_ENTRIES] = pr_entries; q[SP_P_BLOCKS] = pr_blocks;
