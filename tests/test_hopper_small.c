@@ -211,11 +211,12 @@ static int keep_all(int64_t i, int64_t j, bsk_rng *r)
     return 1;
 }
 
-/* The compact-stage variants (3-6: a stage packs up to 4 entries and only their present blocks, so stages hold
-   1-4 entries and a row group's item mixes them): tails (N odd, N < 64, K < b, M = 1), empty rows and groups,
-   nnzb = 0, skewed rows, full blocks (d = 1: every entry has every row, stages exactly full), each on a few CTAs
-   too (ring phases across items). fp16 input (the variants exist for it). */
-BSK_TEST(gpu_hopper_small_compact)
+/* The producer variants (3: the session-4 producer, one warp with serial row cursors; 4 / 5: 2 / 4 producer warps
+   taking turns by stage; 6: 4 warps, one block column per stage): tails (N odd, N < 64, K < b, M = 1), empty rows
+   and groups (items of one stage, fewer stages than producer warps), nnzb = 0, skewed rows, full blocks (d = 1),
+   each on a few CTAs too (ring phases and the producers' ticket hand-over across items). fp16 input (the variants
+   exist for it). */
+BSK_TEST(gpu_hopper_small_producers)
 {
     bsk_context *ctx = NULL;
     const char *why = small_skip_reason(&ctx);
@@ -282,9 +283,9 @@ BSK_TEST(gpu_hopper_small_long_lists)
     bsk_bsr A32 = mask_bsr(40, 32 * 4200, 32, BSK_BF16, keep_wide);
     run_case(t, ctx, &A32, 24, 0, 0, BSK_BF16, 1.0f, 0.5f, "hopper-wgmma-b32s");
     bsk_bsr_free(&A32);
-    /* the compact stages (variant 3, fp16) walk the same long lists across many 32-entry windows */
+    /* 4 producer warps (variant 5, fp16) walk the same long lists across many 32-entry windows */
     const struct bsk_hopper_small_tune_s saved = bsk__hopper_small_tune;
-    bsk__hopper_small_tune.variant = 3;
+    bsk__hopper_small_tune.variant = 5;
     bsk_bsr W = mask_bsr(29, 16 * 8300, 16, BSK_F16, keep_wide);
     run_case(t, ctx, &W, 72, 0, 0, BSK_F32, 1.0f, 0.0f, "hopper-wgmma-b16s");
     bsk_bsr_free(&W);
@@ -429,7 +430,7 @@ BSK_TEST(gpu_hopper_small_dtypes) { SKIP("built without CUDA"); }
 BSK_TEST(gpu_hopper_small_tails) { SKIP("built without CUDA"); }
 BSK_TEST(gpu_hopper_small_empty_skewed) { SKIP("built without CUDA"); }
 BSK_TEST(gpu_hopper_small_persistent) { SKIP("built without CUDA"); }
-BSK_TEST(gpu_hopper_small_compact) { SKIP("built without CUDA"); }
+BSK_TEST(gpu_hopper_small_producers) { SKIP("built without CUDA"); }
 BSK_TEST(gpu_hopper_small_long_lists) { SKIP("built without CUDA"); }
 BSK_TEST(gpu_hopper_small_malformed_indices_safe) { SKIP("built without CUDA"); }
 BSK_TEST(gpu_hopper_small_declines) { SKIP("built without CUDA"); }

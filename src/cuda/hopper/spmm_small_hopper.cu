@@ -27,15 +27,15 @@ typedef SmallCfg<32, 1, 7, false> Cfg32r;
 typedef SmallCfg<16, 2, 7> Cfg16;
 typedef SmallCfg<16, 1, 14> Cfg16n;
 typedef SmallCfg<16, 2, 7, false> Cfg16r;
-/* Session 8 experiments: compact stages (SmallCfg SB > 0), up to KC entries per stage, only present blocks */
-typedef SmallCfg<32, 4, 4, true, 1, 49152> Cfg32c3;
-typedef SmallCfg<32, 4, 5, true, 1, 40960> Cfg32c4;
-typedef SmallCfg<32, 3, 6, true, 1, 32768> Cfg32c5;
-typedef SmallCfg<16, 4, 8, true, 2, 24576> Cfg16c3;
-typedef SmallCfg<16, 4, 12, true, 2, 16384> Cfg16c4;
-typedef SmallCfg<16, 4, 6, true, 2, 32768> Cfg16c5;
-typedef SmallCfg<32, 4, 4, true, 1, 49152, 2> Cfg32c6; /* variant 6: variant 3 with two producer warps */
-typedef SmallCfg<16, 4, 8, true, 2, 24576, 2> Cfg16c6;
+/* Session 8: PW producer warps (stage i issued by warp i % PW); PW 0 = the session-4 producer */
+typedef SmallCfg<32, 2, 4, true, 1, 0> Cfg32w0;
+typedef SmallCfg<32, 2, 4, true, 1, 2> Cfg32w2;
+typedef SmallCfg<32, 2, 4, true, 1, 4> Cfg32w4;
+typedef SmallCfg<32, 1, 7, true, 2, 4> Cfg32n4;
+typedef SmallCfg<16, 2, 7, true, 4, 0> Cfg16w0;
+typedef SmallCfg<16, 2, 7, true, 4, 2> Cfg16w2;
+typedef SmallCfg<16, 2, 7, true, 4, 4> Cfg16w4;
+typedef SmallCfg<16, 1, 14, true, 4, 4> Cfg16n4;
 
 /* Below these block densities (nnzb / (mb * nb)) the portable mma.sync kernel is faster, so this kernel declines
    (bsk__hopper_small_tune.force takes every case; the tests use it). Measured at 8192^3 fp16 on an H100 (session 4,
@@ -193,17 +193,17 @@ bsk_status bsk_hopper_spmm_small(bsk_context *ctx, bsk_op op, float alpha, const
     if (b == 32) {
         if (v == 1 && !bf) return by_out_f16<Cfg32n>(ctx, st, A, B, alpha, beta, C, name);
         if (v == 2 && !bf) return by_out_f16<Cfg32r>(ctx, st, A, B, alpha, beta, C, name);
-        if (v == 3 && !bf) return by_out_f16<Cfg32c3>(ctx, st, A, B, alpha, beta, C, name);
-        if (v == 4 && !bf) return by_out_f16<Cfg32c4>(ctx, st, A, B, alpha, beta, C, name);
-        if (v == 5 && !bf) return by_out_f16<Cfg32c5>(ctx, st, A, B, alpha, beta, C, name);
-        if (v == 6 && !bf) return by_out_f16<Cfg32c6>(ctx, st, A, B, alpha, beta, C, name);
+        if (v == 3 && !bf) return by_out_f16<Cfg32w0>(ctx, st, A, B, alpha, beta, C, name);
+        if (v == 4 && !bf) return by_out_f16<Cfg32w2>(ctx, st, A, B, alpha, beta, C, name);
+        if (v == 5 && !bf) return by_out_f16<Cfg32w4>(ctx, st, A, B, alpha, beta, C, name);
+        if (v == 6 && !bf) return by_out_f16<Cfg32n4>(ctx, st, A, B, alpha, beta, C, name);
         return by_out<Cfg32>(ctx, st, bf, A, B, alpha, beta, C, name);
     }
     if (v == 1 && !bf) return by_out_f16<Cfg16n>(ctx, st, A, B, alpha, beta, C, name);
     if (v == 2 && !bf) return by_out_f16<Cfg16r>(ctx, st, A, B, alpha, beta, C, name);
-    if (v == 3 && !bf) return by_out_f16<Cfg16c3>(ctx, st, A, B, alpha, beta, C, name);
-    if (v == 4 && !bf) return by_out_f16<Cfg16c4>(ctx, st, A, B, alpha, beta, C, name);
-    if (v == 5 && !bf) return by_out_f16<Cfg16c5>(ctx, st, A, B, alpha, beta, C, name);
-    if (v == 6 && !bf) return by_out_f16<Cfg16c6>(ctx, st, A, B, alpha, beta, C, name);
+    if (v == 3 && !bf) return by_out_f16<Cfg16w0>(ctx, st, A, B, alpha, beta, C, name);
+    if (v == 4 && !bf) return by_out_f16<Cfg16w2>(ctx, st, A, B, alpha, beta, C, name);
+    if (v == 5 && !bf) return by_out_f16<Cfg16w4>(ctx, st, A, B, alpha, beta, C, name);
+    if (v == 6 && !bf) return by_out_f16<Cfg16n4>(ctx, st, A, B, alpha, beta, C, name);
     return by_out<Cfg16>(ctx, st, bf, A, B, alpha, beta, C, name);
 }

@@ -93,7 +93,7 @@ enum { SM_LAST = 1, SM_END = 2 };
 
 /* Compile-time shape. KC union entries (block columns) per stage; R = 256 / BS rows per group. A stage is
    [B box, consumer 0's 64 columns: KC*BS rows x 128 bytes][the same for consumer 1][A slots: KC x R blocks]. */
-template <int BS_, int KC_, int STAGES_, bool SS_ = true, int EPR_ = 64 / BS_, int SB_ = 0, int PW_ = 1>
+template <int BS_, int KC_, int STAGES_, bool SS_ = true, int EPR_ = 64 / BS_, int PW_ = 1>
 struct SmallCfg {
     static constexpr int BS = BS_;
     /* SS: Bᵀ read by wgmma from the B box in shared memory (trans-a) and each stage's wgmma group left in flight
@@ -103,27 +103,21 @@ struct SmallCfg {
     static constexpr int KC = KC_;
     static constexpr int STAGES = STAGES_;
     static_assert(BS_ == 32 || BS_ == 16, "BS 32 or 16");
-    /* COMPACT (SB > 0): a stage of SB bytes holds up to KC entries, as many as fit: entry j's B box at j *
-       ENTRY_B_BYTES ([consumer][BS rows][128 bytes]) and only the PRESENT blocks, packed down from the stage's end
-       (block i of the stage at SB - (i + 1) * BLK_BYTES, in entry-major, row-minor order: the consumer walks the
-       KC x R mask in that order). Otherwise (classic) KC entries and KC x R fixed block slots per stage. */
-    static constexpr bool COMPACT = SB_ > 0;
-    /* PW = 2 (compact only): two producer warps walk the same entries, warp 0 loads the B boxes and writes the
-       records, warp 1 loads the blocks; each arms the full barrier with its own bytes (init count 2). */
+    /* PW producer warps: stage gsi of the CTA is issued by warp gsi % PW (each finds its rows' block indices from
+       per-window bit masks, no serial cursor); PW 0: the session-4 producer (one warp, a serial cursor). */
     static constexpr int PW = PW_;
-    static_assert(PW_ == 1 || (PW_ == 2 && SB_ > 0), "PW 1, or 2 with compact stages");
-    static_assert(COMPACT ? (KC_ >= 1 && KC_ <= 4 && KC_ * (256 / BS_) <= 64)
-                          : (KC_ == 1 || KC_ == 2), "KC 1 or 2 (classic: entries of one stage stay inside one 32-entry chunk), <= 4 compact");
+    static constexpr int NPW = PW_ > 0 ? PW_ : 1;
+    static_assert(PW_ >= 0 && PW_ <= 4 && STAGES_ >= NPW, "PW 0-4, at most STAGES");
+    static_assert(KC_ == 1 || KC_ == 2, "KC 1 or 2 (entries of one stage stay inside one 32-entry chunk)");
     static constexpr int R = 256 / BS_;               /* block rows per group                             */
     static constexpr int RMASK = (1 << R) - 1;
     static constexpr int KS = BS_ / 16;               /* k16 steps per block                              */
     static constexpr int BN = 128;                    /* columns per item                                 */
-    static constexpr int SUB_BYTES = KC_ * BS_ * 128; /* one consumer's B box(es) (classic)               */
+    static constexpr int SUB_BYTES = KC_ * BS_ * 128; /* one consumer's B box(es)                         */
     static constexpr int B_BYTES = 2 * SUB_BYTES;
     static constexpr int BLK_BYTES = BS_ * BS_ * 2;
     static constexpr int A_BYTES = KC_ * R * BLK_BYTES;
-    static constexpr int STAGE_BYTES = COMPACT ? SB_ : B_BYTES + A_BYTES;
-    static_assert(!COMPACT || SB_ >= 2 * BS_ * 128 + R * BLK_BYTES, "a compact stage holds any one entry");
+    static constexpr int STAGE_BYTES = B_BYTES + A_BYTES;
     static_assert(STAGE_BYTES % 1024 == 0, "stages stay 1024-byte aligned (128-byte swizzle of the B boxes)");
     static constexpr int ENTRY_B_BYTES = 2 * BS_ * 128; /* the B bytes of one entry (both consumers)        */
     /* A blocks: K-major B operand, rows of BS*2 bytes, swizzle of that width; 8-row groups SBO apart */
@@ -138,8 +132,8 @@ struct SmallCfg {
     static constexpr int STG_OFF = STAGES_ * STAGE_BYTES;
     static constexpr int BAR_OFF = STG_OFF + 2 * STG_WG_BYTES;
     static constexpr int META_OFF = BAR_OFF + 2 * STAGES_ * 8;
-    /* per stage: the record {group, N tile, masks (low 32 bits), flags}, then {masks (high 32 bits), -, clock} */
-    static constexpr int TICK_OFF = META_OFF + STAGES_ * 32;    /* PW 2: the next item's ticket, 2 slots      */
+    /* per stage: the record {group, N tile, masks, flags}, then {-, -, clock (-DBSK_SMALL_PROF), -} */
+    static constexpr int TICK_OFF = META_OFF + STAGES_ * 32;    /* PW > 1: the next item's ticket, 2 slots    */
     static constexpr int SMEM = TICK_OFF + 16 + 1024;           /* + slack to align the base to 1024        */
     static constexpr int THREADS = 384;
 };
@@ -451,13 +445,9 @@ template <> struct SMmaSS<16, BSK_BF16> {
     }
 };
 
-/* Registers per thread after setmaxnreg: 128 x PRODUCER + 256 x CONSUMER <= 384 x 168 (what the CTA got).
-   Compact stages: the producer keeps up to 4 entries' columns, block indices and masks (56 spilled there), the
-   consumers need fewer (one address cursor instead of fixed slots). */
-template <bool COMPACT> struct SmallRegs {
-    static constexpr int PRODUCER = COMPACT ? 72 : 56, CONSUMER = COMPACT ? 216 : 224;
-    static_assert(128 * PRODUCER + 256 * CONSUMER <= 384 * 168, "register budget");
-};
+/* Registers per thread after setmaxnreg: 128 x PRODUCER + 256 x CONSUMER <= 384 x 168 (what the CTA got). */
+constexpr int SMALL_PRODUCER_REGS = 72, SMALL_CONSUMER_REGS = 216; /* 56 / 224 spilled in the producer of PW > 0 */
+static_assert(128 * SMALL_PRODUCER_REGS + 256 * SMALL_CONSUMER_REGS <= 384 * 168, "register budget");
 
 template <class CF, int DT, int CT>
 __global__ void __launch_bounds__(384, 1)
@@ -474,7 +464,7 @@ __global__ void __launch_bounds__(384, 1)
 
     if (threadIdx.x == 0) {
         for (int s = 0; s < CF::STAGES; ++s) {
-            mbar_init(full0 + 8 * s, CF::PW);
+            mbar_init(full0 + 8 * s, 1);
             mbar_init(empty0 + 8 * s, 8); /* one arrival per consumer warp */
         }
         mbar_init_fence();
@@ -486,30 +476,29 @@ __global__ void __launch_bounds__(384, 1)
 
     if (wg == 0) {
         /* ------------------------------------------------------------ producer */
-        setmaxnreg_dec<SmallRegs<CF::COMPACT>::PRODUCER>();
-        if (warp >= CF::PW) return;
-        uint32_t s = 0, ph = 0;
+        setmaxnreg_dec<SMALL_PRODUCER_REGS>();
+        if (warp >= CF::NPW) return;
         const unsigned total = p.total;
-        /* PW 2: the first ticket is blockIdx.x, the later ones gridDim.x + the counter (warp 0 takes them and
-           passes each to warp 1 through `tick`, double-buffered by item parity, at a named barrier) */
+        /* Stage gsi of this CTA (all producer warps count every stage) lives in ring slot gsi % STAGES, phase
+           (gsi / STAGES) & 1, and is issued by producer warp gsi % PW. */
+        uint32_t gs = 0;
+        /* PW > 1: the first ticket is blockIdx.x, the later ones gridDim.x + the counter; warp 0 takes them and passes
+           each to the other producer warps through `tick` (two slots, by item parity) at a named barrier */
         unsigned *tick = (unsigned *)(smem + CF::TICK_OFF);
         unsigned items_seen = 0;
         auto fetch = [&]() -> unsigned {
-            if (CF::PW == 1) return lane == 0 ? atomicAdd(p.counter, 1u) : 0u;
+            if (CF::NPW == 1) return lane == 0 ? atomicAdd(p.counter, 1u) : 0u;
             return lane == 0 && warp == 0 ? atomicAdd(p.counter, 1u) + gridDim.x : 0u;
         };
         SPROF(long long pr_empty = 0, pr_stages = 0, pr_entries = 0, pr_blocks = 0; const long long pr_t0 = clock64();)
-        /* lane 0: wait for the slot, publish the meta record (mhi: the high 32 mask bits of a compact stage),
-           arm the full barrier (loads follow) */
-        auto open_stage = [&](int4 mv, uint32_t bytes, int mhi) {
-            const uint32_t fb = full0 + 8 * s;
+        /* lane 0: wait for the slot, publish the meta record, arm the full barrier (loads follow) */
+        auto open_stage = [&](uint32_t gsi, int4 mv, uint32_t bytes) {
+            const uint32_t slot = gsi % (uint32_t)CF::STAGES, ph = (gsi / (uint32_t)CF::STAGES) & 1u;
+            const uint32_t fb = full0 + 8 * slot;
             SPROF(const long long tw0 = clock64();)
-            mbar_wait(empty0 + 8 * s, ph ^ 1);
-            SPROF(pr_empty += clock64() - tw0; ++pr_stages; if (warp == 0) meta[2 * s + 1].z = (int)clock();)
-            if (warp == 0) {
-                meta[2 * s] = mv;
-                if (CF::COMPACT) meta[2 * s + 1].x = mhi;
-            }
+            mbar_wait(empty0 + 8 * slot, ph ^ 1);
+            SPROF(pr_empty += clock64() - tw0; ++pr_stages; meta[2 * slot + 1].z = (int)clock();)
+            meta[2 * slot] = mv;
             if (bytes) mbar_arrive_expect_tx(fb, bytes);
             else mbar_arrive(fb);
         };
@@ -535,8 +524,21 @@ __global__ void __launch_bounds__(384, 1)
         auto chunk = [&](int es, int ul, int base) -> int2 {
             return base + lane < ul ? __ldg(p.ent + es + base + lane) : make_int2(-1, 0);
         };
+        /* lane r < R: bit l set if entry l of the window has row r (none for entries past the list or with a
+           column outside [0, nb)); row r's block of entry l is then its cursor at the window start + the bits
+           below l: no serial cursor from entry to entry, so each producer warp can start anywhere */
+        auto window_bits = [&](int2 cw) -> uint32_t {
+            const bool ok = (unsigned)cw.x < (unsigned)p.nb;
+            uint32_t bm = 0u;
+#pragma unroll
+            for (int r = 0; r < R; ++r) {
+                const uint32_t b = __ballot_sync(0xffffffffu, ok && ((cw.y >> r) & 1));
+                bm = lane == r ? b : bm;
+            }
+            return bm;
+        };
 
-        unsigned t = CF::PW == 1 ? __shfl_sync(0xffffffffu, fetch(), 0) : blockIdx.x;
+        unsigned t = CF::NPW == 1 ? __shfl_sync(0xffffffffu, fetch(), 0) : blockIdx.x;
         int4 d = make_int4(0, 0, 0, 0);
         int rk = 0, re = 0;
         int2 c0 = make_int2(-1, 0), c1 = make_int2(-1, 0);
@@ -548,12 +550,12 @@ __global__ void __launch_bounds__(384, 1)
         }
         for (;;) {
             if (t >= total) {
-                if (lane == 0) open_stage(make_int4(0, 0, 0, SM_END), 0, 0);
+                if (lane == 0 && gs % CF::NPW == (uint32_t)warp) open_stage(gs, make_int4(0, 0, 0, SM_END), 0);
                 break;
             }
             const unsigned pend = fetch(); /* the next item's ticket, taken one item ahead */
-            /* look-ahead on the next item: its descriptor after this item's 2nd stage, its rows and first entries
-               after the 3rd (the rest after the last stage for shorter items) */
+            /* look-ahead on the next item: its descriptor after this warp's 2nd stage of the item, its rows and first
+               entries after the 3rd (the rest after the item's last stage for shorter items) */
             int la = 0;
             unsigned tn = 0;
             int4 nd = make_int4(0, 0, 0, 0);
@@ -561,12 +563,12 @@ __global__ void __launch_bounds__(384, 1)
             int2 nc0 = make_int2(-1, 0), nc1 = make_int2(-1, 0);
             auto look = [&]() {
                 if (la == 0) {
-                    if (CF::PW == 1) {
+                    if (CF::NPW == 1) {
                         tn = __shfl_sync(0xffffffffu, pend, 0);
                     } else {
                         volatile unsigned *tk = tick + (items_seen & 1u);
                         if (warp == 0 && lane == 0) *tk = pend;
-                        named_bar_sync(3, 64);
+                        named_bar_sync(3, 32 * CF::NPW);
                         tn = *tk;
                         ++items_seen;
                     }
@@ -582,132 +584,111 @@ __global__ void __launch_bounds__(384, 1)
             };
             const int g = d.x, ntile = d.y, es = d.z, ul = d.w;
             const int n0 = ntile * CF::BN;
-            if (ul <= 0) { /* no blocks in the group: one empty stage, the epilogue writes alpha*0 (+ beta*C) */
-                if (lane == 0) open_stage(make_int4(g, ntile, 0, SM_LAST), 0, 0);
-                if (++s == CF::STAGES) { s = 0; ph ^= 1; }
-            }
+            const uint32_t ns = ul > 0 ? (uint32_t)((ul + KC - 1) / KC) : 1u; /* the item's stages */
             int done = 0;
-            if constexpr (CF::COMPACT) {
-                /* Entries are packed into a stage while they fit: B boxes up from the stage's start, the present
-                   blocks down from its end (SmallCfg). The window c0 holds entries cb .. cb + 31, c1 the next 32. */
-                int e = 0, cb = 0;
-                while (e < ul) {
+            if (ul <= 0) { /* no blocks in the group: one empty stage, the epilogue writes alpha*0 (+ beta*C) */
+                if (gs % CF::NPW == (uint32_t)warp) {
+                    if (lane == 0) open_stage(gs, make_int4(g, ntile, 0, SM_LAST), 0);
+                    ++done;
+                }
+            } else if constexpr (CF::PW == 0) {
+                /* (session 4 producer, kept for the A/B of session 8) one warp, a serial row cursor per lane */
+                for (int e = 0; e < ul; e += KC) {
+                    if (e > 0 && (e & 31) == 0) {
+                        c0 = c1;
+                        c1 = chunk(es, ul, e + 32);
+                    }
                     int col[KC], blk[KC];
                     bool val[KC];
-                    uint32_t vmj[KC];
-                    unsigned long long masks = 0ull;
-                    uint32_t bytes = 0, bytes_a = 0;
-                    int na = 0;
-                    bool open = true;
+                    uint32_t masks = 0, bytes = 0;
 #pragma unroll
                     for (int j = 0; j < KC; ++j) {
-                        col[j] = 0;
+                        const int idx = (e + j) & 31;
+                        col[j] = __shfl_sync(0xffffffffu, c0.x, idx);
+                        const int m = __shfl_sync(0xffffffffu, c0.y, idx);
+                        const bool in = e + j < ul && (unsigned)col[j] < (unsigned)p.nb;
+                        const bool mine = in && lane < R && ((m >> lane) & 1);
                         blk[j] = rk;
-                        val[j] = false;
-                        vmj[j] = 0u;
-                        if (open && e < ul) { /* warp-uniform */
-                            if (e - cb >= 32) {
-                                c0 = c1;
-                                cb += 32;
-                                c1 = chunk(es, ul, cb + 32);
-                            }
-                            const int idx = e - cb;
-                            const int cl = __shfl_sync(0xffffffffu, c0.x, idx);
-                            const int m = __shfl_sync(0xffffffffu, c0.y, idx);
-                            const bool mine = (unsigned)cl < (unsigned)p.nb && lane < R && ((m >> lane) & 1);
-                            const bool v = mine && rk < re;
-                            const uint32_t vm = __ballot_sync(0xffffffffu, v) & (uint32_t)CF::RMASK;
-                            const int n = __popc(vm);
-                            if (j == 0 || (j + 1) * CF::ENTRY_B_BYTES + (na + n) * CF::BLK_BYTES <= CF::STAGE_BYTES) {
-                                col[j] = cl;
-                                val[j] = v;
-                                vmj[j] = vm;
-                                masks |= (unsigned long long)vm << (j * R);
-                                bytes += vm ? (uint32_t)CF::ENTRY_B_BYTES : 0u;
-                                bytes_a += p.diag == 2 ? 0u : (uint32_t)n * (uint32_t)CF::BLK_BYTES;
-                                na += n;
-                                rk += mine ? 1 : 0;
-                                ++e;
-                                SPROF(++pr_entries; pr_blocks += n;)
-                            } else {
-                                open = false;
-                            }
-                        }
+                        val[j] = mine && rk < re;
+                        rk += mine ? 1 : 0;
+                        const uint32_t vm = __ballot_sync(0xffffffffu, val[j]) & (uint32_t)CF::RMASK;
+                        masks |= vm << (j * R);
+                        bytes += vm ? (uint32_t)CF::ENTRY_B_BYTES + (p.diag == 2 ? 0u : (uint32_t)__popc(vm) * (uint32_t)CF::BLK_BYTES) : 0u;
+                        SPROF(pr_entries += in ? 1 : 0; pr_blocks += __popc(vm);)
                     }
-                    const bool last = e >= ul;
-                    if (p.diag == 1 || p.diag == 3) masks = 0ull;
-                    if (CF::PW == 1) bytes += bytes_a;
-                    else if (warp == 1) bytes = bytes_a; /* warp 0: the B boxes, warp 1: the blocks */
+                    const bool last = e + KC >= ul;
                     if (p.diag == 3) bytes = 0u;
                     if (lane == 0)
-                        open_stage(make_int4(g, ntile, (int)(uint32_t)masks, last ? SM_LAST : 0), bytes, (int)(uint32_t)(masks >> 32));
-                    __syncwarp(); /* the barrier is armed before any load can complete on it */
-                    const uint32_t fb = full0 + 8 * s;
-                    const uint32_t st = sbase + s * CF::STAGE_BYTES;
-                    int ab = 0; /* blocks of the stage's earlier entries */
+                        open_stage(gs, make_int4(g, ntile, p.diag == 1 || p.diag == 3 ? 0 : (int)masks, last ? SM_LAST : 0), bytes);
+                    __syncwarp();
+                    const uint32_t slot = gs % (uint32_t)CF::STAGES;
+                    const uint32_t fb = full0 + 8 * slot;
+                    const uint32_t st = sbase + slot * CF::STAGE_BYTES;
 #pragma unroll
                     for (int j = 0; j < KC; ++j) {
-                        if (lane == 0 && warp == 0 && vmj[j] && p.diag != 3) {
+                        const uint32_t vm = (masks >> (j * R)) & (uint32_t)CF::RMASK;
+                        if (lane == 0 && vm && p.diag != 3) {
 #pragma unroll
                             for (int q = 0; q < 2; ++q)
-                                tma_load_2d(st + j * CF::ENTRY_B_BYTES + q * BS * 128, &tmB, fb, n0 + 64 * q, col[j] * BS);
+                                tma_load_2d(st + q * CF::SUB_BYTES + j * BS * 128, &tmB, fb, n0 + 64 * q, col[j] * BS);
                         }
-                        if (val[j] && warp == CF::PW - 1 && p.diag != 2 && p.diag != 3) {
-                            const int slot = ab + __popc(vmj[j] & ((1u << lane) - 1u));
-                            tma_load_3d(st + CF::STAGE_BYTES - (slot + 1) * CF::BLK_BYTES, &tmA, fb, 0, 0, blk[j]);
-                        }
-                        ab += __popc(vmj[j]);
+                        if (val[j] && p.diag != 2 && p.diag != 3) tma_load_3d(st + CF::B_BYTES + (j * R + lane) * CF::BLK_BYTES, &tmA, fb, 0, 0, blk[j]);
                     }
-                    if (++s == CF::STAGES) { s = 0; ph ^= 1; }
+                    ++gs;
                     ++done;
                     if (la < 2 && done >= 2 + la) look();
                 }
+                gs -= ns; /* counted again below */
             } else {
-            for (int e = 0; e < ul; e += KC) {
-                if (e > 0 && (e & 31) == 0) { /* next window of 32 entries; the one after is loaded ahead */
-                    c0 = c1;
-                    c1 = chunk(es, ul, e + 32);
-                }
-                int col[KC], blk[KC];
-                bool val[KC];
-                uint32_t masks = 0, bytes = 0;
-#pragma unroll
-                for (int j = 0; j < KC; ++j) {
-                    const int idx = (e + j) & 31;
-                    col[j] = __shfl_sync(0xffffffffu, c0.x, idx);
-                    const int m = __shfl_sync(0xffffffffu, c0.y, idx);
-                    const bool in = e + j < ul && (unsigned)col[j] < (unsigned)p.nb;
-                    const bool mine = in && lane < R && ((m >> lane) & 1);
-                    blk[j] = rk;
-                    val[j] = mine && rk < re;
-                    rk += mine ? 1 : 0;
-                    const uint32_t vm = __ballot_sync(0xffffffffu, val[j]) & (uint32_t)CF::RMASK;
-                    masks |= vm << (j * R);
-                    bytes += vm ? (uint32_t)CF::ENTRY_B_BYTES + (p.diag == 2 ? 0u : (uint32_t)__popc(vm) * (uint32_t)CF::BLK_BYTES) : 0u;
-                    SPROF(pr_entries += in ? 1 : 0; pr_blocks += __popc(vm);)
-                }
-                const bool last = e + KC >= ul;
-                if (p.diag == 3) bytes = 0u;
-                if (lane == 0)
-                    open_stage(make_int4(g, ntile, p.diag == 1 || p.diag == 3 ? 0 : (int)masks, last ? SM_LAST : 0), bytes, 0);
-                __syncwarp(); /* the barrier is armed before any load can complete on it */
-                const uint32_t fb = full0 + 8 * s;
-                const uint32_t st = sbase + s * CF::STAGE_BYTES;
-#pragma unroll
-                for (int j = 0; j < KC; ++j) {
-                    const uint32_t vm = (masks >> (j * R)) & (uint32_t)CF::RMASK;
-                    if (lane == 0 && vm && p.diag != 3) {
-#pragma unroll
-                        for (int q = 0; q < 2; ++q)
-                            tma_load_2d(st + q * CF::SUB_BYTES + j * BS * 128, &tmB, fb, n0 + 64 * q, col[j] * BS);
+                /* the window c0 holds entries wb .. wb + 31, c1 the next 32; rkw is this lane's row cursor at wb */
+                int wb = 0, rkw = rk;
+                uint32_t bm = window_bits(c0);
+                for (uint32_t i = ((uint32_t)warp + CF::NPW - gs % CF::NPW) % CF::NPW; i < ns; i += CF::NPW) {
+                    const int e = (int)i * KC; /* KC divides 32: a stage's entries share a window */
+                    while (e >= wb + 32) {
+                        rkw += __popc(bm);
+                        wb += 32;
+                        c0 = c1;
+                        c1 = chunk(es, ul, wb + 32);
+                        bm = window_bits(c0);
                     }
-                    if (val[j] && p.diag != 2 && p.diag != 3) tma_load_3d(st + CF::B_BYTES + (j * R + lane) * CF::BLK_BYTES, &tmA, fb, 0, 0, blk[j]);
+                    int col[KC], blk[KC];
+                    bool val[KC];
+                    uint32_t masks = 0, bytes = 0;
+#pragma unroll
+                    for (int j = 0; j < KC; ++j) {
+                        const int x = e + j - wb;
+                        col[j] = __shfl_sync(0xffffffffu, c0.x, x);
+                        blk[j] = rkw + __popc(bm & ((1u << x) - 1u));
+                        val[j] = ((bm >> x) & 1u) && blk[j] < re;
+                        const uint32_t vm = __ballot_sync(0xffffffffu, val[j]) & (uint32_t)CF::RMASK;
+                        masks |= vm << (j * R);
+                        bytes += vm ? (uint32_t)CF::ENTRY_B_BYTES + (p.diag == 2 ? 0u : (uint32_t)__popc(vm) * (uint32_t)CF::BLK_BYTES) : 0u;
+                        SPROF(pr_entries += e + j < ul ? 1 : 0; pr_blocks += __popc(vm);)
+                    }
+                    const bool last = i + 1 == ns;
+                    if (p.diag == 3) bytes = 0u;
+                    if (lane == 0)
+                        open_stage(gs + i, make_int4(g, ntile, p.diag == 1 || p.diag == 3 ? 0 : (int)masks, last ? SM_LAST : 0), bytes);
+                    __syncwarp(); /* the barrier is armed before any load can complete on it */
+                    const uint32_t slot = (gs + i) % (uint32_t)CF::STAGES;
+                    const uint32_t fb = full0 + 8 * slot;
+                    const uint32_t st = sbase + slot * CF::STAGE_BYTES;
+#pragma unroll
+                    for (int j = 0; j < KC; ++j) {
+                        const uint32_t vm = (masks >> (j * R)) & (uint32_t)CF::RMASK;
+                        if (lane == 0 && vm && p.diag != 3) {
+#pragma unroll
+                            for (int q = 0; q < 2; ++q)
+                                tma_load_2d(st + q * CF::SUB_BYTES + j * BS * 128, &tmB, fb, n0 + 64 * q, col[j] * BS);
+                        }
+                        if (val[j] && p.diag != 2 && p.diag != 3) tma_load_3d(st + CF::B_BYTES + (j * R + lane) * CF::BLK_BYTES, &tmA, fb, 0, 0, blk[j]);
+                    }
+                    ++done;
+                    if (la < 2 && done >= 2 + la) look();
                 }
-                if (++s == CF::STAGES) { s = 0; ph ^= 1; }
-                ++done;
-                if (la < 2 && done >= 2 + la) look();
             }
-            }
+            gs += ns;
             while (la < 2) look();
             t = tn;
             d = nd;
@@ -723,7 +704,7 @@ __global__ void __launch_bounds__(384, 1)
         })
     } else {
         /* ------------------------------------------------------------ consumers */
-        setmaxnreg_inc<SmallRegs<CF::COMPACT>::CONSUMER>();
+        setmaxnreg_inc<SMALL_CONSUMER_REGS>();
         const int c = wg - 1;
         float acc[R][BS / 2];
         uint32_t s = 0, ph = 0;
@@ -746,48 +727,26 @@ __global__ void __launch_bounds__(384, 1)
             if (lane == 0) mbar_arrive(empty0 + 8 * slot);
         };
         /* the record's masks and flags, through lane 0 (stage_record_read's reasoning) */
-        auto read_mf = [&](unsigned long long &masks, int &fl) {
-            int mz = 0, mw = 0, mh = 0;
+        auto read_mf = [&](int &masks, int &fl) {
+            int mz = 0, mw = 0;
             if (lane == 0) {
                 mz = meta[2 * s].z;
                 mw = meta[2 * s].w;
-                if (CF::COMPACT) mh = meta[2 * s + 1].x;
             }
-            masks = (unsigned long long)(uint32_t)__shfl_sync(0xffffffffu, mz, 0);
-            if (CF::COMPACT) masks |= (unsigned long long)(uint32_t)__shfl_sync(0xffffffffu, mh, 0) << 32;
+            masks = __shfl_sync(0xffffffffu, mz, 0);
             fl = __shfl_sync(0xffffffffu, mw, 0);
         };
         /* One stage's wgmmas for the rows in `masks` (guarded off for the others: see wgmma_*_if), not waited for.
            SS: Bᵀ straight from the B box: its 64 (n) x 16 (k) tile, stored k-row-major, is M-major for wgmma
            (trans-a), 128-byte swizzled, 8-row groups 1024 bytes apart (the op-T layout of spmm_kernel.cuh).
            Otherwise: Bᵀ through registers (ldmatrix.trans into the A fragment), reused for every row. */
-        auto issue = [&](unsigned long long masks) {
+        auto issue = [&](int masks) {
             const uint32_t st = sbase + s * CF::STAGE_BYTES;
-            if constexpr (CF::COMPACT) {
-                /* entry j's B box at j * ENTRY_B_BYTES (this consumer's half at + c * BS * 128); the present blocks
-                   packed down from the stage's end in (entry, row) order: `cur` is the next one's address */
-                static_assert(CF::SS, "compact stages: Bᵀ from shared memory");
-                wgmma_fence();
-                uint32_t cur = st + (uint32_t)(CF::STAGE_BYTES - CF::BLK_BYTES);
-#pragma unroll
-                for (int j = 0; j < KC; ++j) {
-#pragma unroll
-                    for (int r = 0; r < R; ++r) {
-                        const int on = (int)((masks >> (j * R + r)) & 1ull);
-#pragma unroll
-                        for (int ks = 0; ks < CF::KS; ++ks)
-                            SMmaSS<BS, DT>::run(acc[r],
-                                                smem_desc(st + (uint32_t)(j * CF::ENTRY_B_BYTES + (c * BS + 16 * ks) * 128),
-                                                          8192u, 1024u),
-                                                smem_desc_swz(cur + 32u * ks, 16u, CF::A_SBO, CF::A_SWZ), on);
-                        cur -= on ? (uint32_t)CF::BLK_BYTES : 0u;
-                    }
-                }
-            } else if constexpr (CF::SS) {
+            if constexpr (CF::SS) {
                 wgmma_fence();
 #pragma unroll
                 for (int j = 0; j < KC; ++j) {
-                    const int mj = (int)((masks >> (j * R)) & (unsigned long long)CF::RMASK);
+                    const int mj = (masks >> (j * R)) & CF::RMASK;
 #pragma unroll
                     for (int r = 0; r < R; ++r) {
                         const uint32_t ab = st + CF::B_BYTES + (uint32_t)((j * R + r) * CF::BLK_BYTES);
@@ -810,7 +769,7 @@ __global__ void __launch_bounds__(384, 1)
                 wgmma_fence();
 #pragma unroll
                 for (int j = 0; j < KC; ++j) {
-                    const int mj = (int)((masks >> (j * R)) & (unsigned long long)CF::RMASK);
+                    const int mj = (masks >> (j * R)) & CF::RMASK;
 #pragma unroll
                     for (int r = 0; r < R; ++r) {
                         const uint32_t ab = st + CF::B_BYTES + (uint32_t)((j * R + r) * CF::BLK_BYTES);
@@ -839,9 +798,7 @@ __global__ void __launch_bounds__(384, 1)
             for (int r = 0; r < R; ++r)
 #pragma unroll
                 for (int i = 0; i < BS / 2; ++i) reg_fence(acc[r][i]);
-            unsigned long long masks = (unsigned long long)(uint32_t)m.z;
-            if (CF::COMPACT) masks |= (unsigned long long)(uint32_t)stage_word_read(&meta[2 * s + 1].x, lane) << 32;
-            int fl = m.w;
+            int masks = m.z, fl = m.w;
             if constexpr (CF::SS) {
                 /* the stage before this one stays in flight while this one is issued: a consumer does not wait
                    for its own wgmmas each stage (a group per stage, empty when no row has the column) */
