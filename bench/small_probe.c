@@ -3,7 +3,7 @@
    Timing: CUDA events around one call, 3 warm-ups, median of ITERS, L2 flushed (256 MB memset) before each timed
    call. Each variant's result (diag 0) is checked against cuBLAS on the densified A at full size. With --prof (a
    -DBSK_SMALL_PROF build) one more call prints the kernel's cycle counters summed over the CTAs.
-   Sets: --ab (variants 3 / 0 / 4 / 5 / 6 alternated, b 32 and 16, d .1 .25 .5), --diag (consumers idle / no loads),
+   Sets: --cross (default vs the portable kernel at low densities, and 2048^3), --ab (variants 3 / 0 / 4 / 1 / 2 alternated, b 32 and 16, d .1 .25 .5), --diag (consumers idle / no loads),
    --small2048 (2048^3 b32 variants). Built and run by bench/small_probe.sh on the device machine. */
 #include <math.h>
 #include <stdio.h>
@@ -177,12 +177,13 @@ typedef struct {
 
 int main(int argc, char **argv)
 {
-    int ab = 0, diag = 0, prof = 0, s2048 = 0;
+    int ab = 0, diag = 0, prof = 0, s2048 = 0, cross = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--ab")) ab = 1;
         else if (!strcmp(argv[i], "--diag")) diag = 1;
         else if (!strcmp(argv[i], "--prof")) prof = 1;
         else if (!strcmp(argv[i], "--small2048")) s2048 = 1;
+        else if (!strcmp(argv[i], "--cross")) cross = 1; /* the default vs the portable kernel (variant -1) */
         else if (!strcmp(argv[i], "--iters") && i + 1 < argc) ITERS = atoi(argv[++i]);
     }
     if (ITERS < 1 || ITERS > 256) ITERS = 20;
@@ -217,7 +218,7 @@ int main(int argc, char **argv)
         printf("cuBLAS fp16 %lld^3: %.3f ms %.1f TFLOPS\n", (long long)S_, ms, dense[q]);
     }
 
-    cfg cs[160];
+    cfg cs[200];
     int nc = 0;
 #define ADD(...) (cs[nc++] = (cfg){__VA_ARGS__})
     const double ds[3] = {0.10, 0.25, 0.50};
@@ -228,16 +229,24 @@ int main(int argc, char **argv)
                 if (dg == 2) continue;
                 ADD(.b = b, .d = 0.10, .v = 3, .diag = dg, .size = 8192);
                 ADD(.b = b, .d = 0.10, .v = 0, .diag = dg, .size = 8192);
-                ADD(.b = b, .d = 0.10, .v = 5, .diag = dg, .size = 8192);
             }
             ADD(.b = b, .d = 0.50, .v = 3, .size = 8192);
-            ADD(.b = b, .d = 0.50, .v = 5, .size = 8192);
-            ADD(.b = b, .d = 0.50, .v = 5, .diag = 1, .size = 8192);
+            ADD(.b = b, .d = 0.50, .v = 0, .size = 8192);
+            ADD(.b = b, .d = 0.50, .v = 0, .diag = 1, .size = 8192);
         }
         ADD(.b = 32, .d = 0.25, .v = 3, .maxc = 66, .size = 8192);
-        ADD(.b = 32, .d = 0.25, .v = 5, .maxc = 66, .size = 8192);
+        ADD(.b = 32, .d = 0.25, .v = 0, .maxc = 66, .size = 8192);
     }
-    const int order[10] = {3, 0, 4, 5, 6, 6, 5, 4, 0, 3}; /* alternated; 3 = the session-4 producer */
+    if (cross) { /* where the portable kernel (v -1) overtakes the default, alternated -1 0 0 -1 */
+        const double c32[4] = {0.04, 0.06, 0.08, 0.10}, c16[4] = {0.10, 0.13, 0.16, 0.20};
+        for (int bi = 0; bi < 2; bi++)
+            for (int di = 0; di < 4; di++)
+                for (int k = 0; k < 4; k++)
+                    ADD(.b = bi ? 16 : 32, .d = bi ? c16[di] : c32[di], .v = k == 0 || k == 3 ? -1 : 0, .size = 8192);
+        for (int di = 0; di < 3; di++) /* 2048^3 b32: 128 items, the small-shape rule's side */
+            for (int k = 0; k < 4; k++) ADD(.b = 32, .d = ds[di], .v = k == 0 || k == 3 ? -1 : 0, .size = 2048);
+    }
+    const int order[10] = {3, 0, 4, 1, 2, 2, 1, 4, 0, 3}; /* alternated: 0 default (4 producer warps), 3 / 4 one / two */
     if (ab) {
         for (int bi = 0; bi < 2; bi++)
             for (int di = 0; di < 3; di++)
@@ -248,7 +257,7 @@ int main(int argc, char **argv)
             for (int k = 0; k < 10; k++) ADD(.b = 32, .d = ds[di], .v = order[k], .size = 2048);
     }
 #undef ADD
-    char table[160][400];
+    char table[200][400];
     int nt = 0;
     bsk_bsr hA, A;
     int have = 0, hb = 0;
@@ -300,7 +309,7 @@ int main(int argc, char **argv)
         }
         const double ms = time_it(run_spmm, &sa);
         const double tf = 2.0 * (double)A.nnzb * c.b * c.b * (double)S_ / (ms * 1e-3) * 1e-12;
-        snprintf(table[nt], 200, "%5lld %3d %5.2f v%d diag %d ctas %3d | %8.3f ms %7.1f TFLOPS E %.3f err %9.2e %s",
+        snprintf(table[nt], 200, "%5lld %3d %5.3f v%d diag %d ctas %3d | %8.3f ms %7.1f TFLOPS E %.3f err %9.2e %s",
                  (long long)S_, c.b, c.d, c.v, c.diag, c.maxc ? c.maxc : bsk__hopper_small_tune.out_grid, ms, tf,
                  tf / dense[S_ == 2048], err, kern);
         printf("%s\n", table[nt]);

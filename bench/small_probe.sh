@@ -4,7 +4,8 @@
 # of the same probe (cycle counters), memcheck on the small tests last. Logs in $OUT; the probe tables last.
 # Usage (device machine, repo root): bench/small_probe.sh [probe args...]
 #   SMALL_TESTS=0 skips the tests; SMALL_PROF="args" runs the counter build with these probe args; SMALL_SAN=0 skips
-#   memcheck; SMALL_BUILD=dir (default build-small).
+#   memcheck; SMALL_BUILD=dir (default build-small); SMALL_BENCH="args": also `bsk bench spmm args` (cuBLAS,
+#   cuSPARSE BSR / Blocked-ELL and bsk in one run), its table in bench.txt.
 set -o pipefail
 B=${SMALL_BUILD:-build-small}
 OUT=${OUT:-/tmp/small_out}
@@ -17,7 +18,7 @@ probe_build() { # $1 build dir
     cc -std=c11 -O2 -Wall -Wextra -Iinclude -Isrc -I"$CUDA_HOME/include" bench/small_probe.c -o $1/bin/small_probe \
         $1/lib/libbsk.a -L"$CUDA_HOME/lib64" -lcublas -lcudart_static -ldl -lrt -lpthread -lm -lstdc++
 }
-make BUILD=$B JOBS=16 GENCODE_PORTABLE="$G" $B/bin/bsk_tests $B/lib/libbsk.a > "$OUT/build.log" 2>&1 &&
+make BUILD=$B JOBS=16 GENCODE_PORTABLE="$G" $B/bin/bsk_tests $B/lib/libbsk.a ${SMALL_BENCH:+$B/bin/bsk} > "$OUT/build.log" 2>&1 &&
     probe_build $B >> "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; echo "BUILD FAILED"; exit 1; }
 echo "build: $(( $(date +%s) - t0 )) s; C7520 lines: $(grep -c C7520 "$OUT/build.log"); spills: $(grep -c 'bytes spill' "$OUT/build.log")"
 if [ -n "${SMALL_PROF:-}" ]; then # the counter build: only the small kernel's object differs
@@ -39,6 +40,10 @@ if [ "${SMALL_TESTS:-1}" = 1 ]; then
     res_tests="rc=$rc $(tail -1 "$OUT/tests.log")"
     echo "tests: $(( $(date +%s) - t0 )) s"
 fi
+if [ -n "${SMALL_BENCH:-}" ]; then
+    timeout ${SMALL_BENCH_TIMEOUT:-120} $B/bin/bsk bench spmm $SMALL_BENCH > "$OUT/bench.txt" 2>&1
+    echo "bench rc=$?: $(( $(date +%s) - t0 )) s"
+fi
 if [ -n "${SMALL_PROF:-}" ] && [ -x $B-prof/bin/small_probe ]; then
     timeout ${SMALL_PROF_TIMEOUT:-90} $B-prof/bin/small_probe $SMALL_PROF > "$OUT/probe_prof.log" 2>&1
     echo "prof probe rc=$?: $(( $(date +%s) - t0 )) s"
@@ -56,6 +61,7 @@ if [ "${SMALL_SAN:-1}" != 0 ]; then
 fi
 echo "tests: $res_tests"
 echo "memcheck: $res_mem"
+[ -f "$OUT/bench.txt" ] && tail -30 "$OUT/bench.txt"
 [ -f "$OUT/probe_prof.log" ] && sed -n '/^== summary/,$p' "$OUT/probe_prof.log"
 [ -f "$OUT/probe.log" ] && sed -n '/^== summary/,$p' "$OUT/probe.log"
 true

@@ -170,7 +170,8 @@ BSK_TEST(gpu_hopper_small_empty_skewed)
 
 /* A persistent grid of 3 CTAs taking many items each (ring phases and the item look-ahead run on across items;
    the epilogue's staging buffer reused item after item), tiny bands (many bands, a partial last one), PDL off,
-   every stage shape of each block size (variants 1-6 exist for fp16 input); then a bitwise repeat. */
+   every stage shape and producer count of each block size (variants 1-4 exist for fp16 input); then a bitwise
+   repeat. */
 BSK_TEST(gpu_hopper_small_persistent)
 {
     bsk_context *ctx = NULL;
@@ -180,7 +181,7 @@ BSK_TEST(gpu_hopper_small_persistent)
     bsk_rng *r = bsk_test_rng();
     for (int b = 32; b >= 16; b /= 2) {
         const char *want = small_name(b);
-        for (int v = 0; v < 7; v++) {
+        for (int v = 0; v < 5; v++) {
             bsk__hopper_small_tune.variant = v;
             bsk__hopper_small_tune.max_ctas = 3;
             bsk__hopper_small_tune.band_mb = v ? 0 : 1;
@@ -211,8 +212,8 @@ static int keep_all(int64_t i, int64_t j, bsk_rng *r)
     return 1;
 }
 
-/* The producer variants (3: the session-4 producer, one warp with serial row cursors; 4 / 5: 2 / 4 producer warps
-   taking turns by stage; 6: 4 warps, one block column per stage): tails (N odd, N < 64, K < b, M = 1), empty rows
+/* The producer variants (the default: 4 producer warps taking turns by stage; 3 / 4: 1 / 2 warps; 1: 4 warps, one
+   block column per stage): tails (N odd, N < 64, K < b, M = 1), empty rows
    and groups (items of one stage, fewer stages than producer warps), nnzb = 0, skewed rows, full blocks (d = 1),
    each on a few CTAs too (ring phases and the producers' ticket hand-over across items). fp16 input (the variants
    exist for it). */
@@ -225,7 +226,8 @@ BSK_TEST(gpu_hopper_small_producers)
     bsk_rng *r = bsk_test_rng();
     for (int b = 32; b >= 16; b /= 2) {
         const char *want = small_name(b);
-        for (int v = 3; v < 7; v++) {
+        for (int v = 0; v < 5; v++) {
+            if (v == 2) continue;
             bsk__hopper_small_tune.variant = v;
             for (int few = 0; few < 2; few++) {
                 bsk__hopper_small_tune.max_ctas = few ? 3 : 0;
@@ -283,9 +285,9 @@ BSK_TEST(gpu_hopper_small_long_lists)
     bsk_bsr A32 = mask_bsr(40, 32 * 4200, 32, BSK_BF16, keep_wide);
     run_case(t, ctx, &A32, 24, 0, 0, BSK_BF16, 1.0f, 0.5f, "hopper-wgmma-b32s");
     bsk_bsr_free(&A32);
-    /* 4 producer warps (variant 5, fp16) walk the same long lists across many 32-entry windows */
+    /* one producer warp (variant 3, fp16) walks the same long lists across all the 32-entry windows */
     const struct bsk_hopper_small_tune_s saved = bsk__hopper_small_tune;
-    bsk__hopper_small_tune.variant = 5;
+    bsk__hopper_small_tune.variant = 3;
     bsk_bsr W = mask_bsr(29, 16 * 8300, 16, BSK_F16, keep_wide);
     run_case(t, ctx, &W, 72, 0, 0, BSK_F32, 1.0f, 0.0f, "hopper-wgmma-b16s");
     bsk_bsr_free(&W);
@@ -324,7 +326,7 @@ BSK_TEST(gpu_hopper_small_malformed_indices_safe)
         dB.data = spmm_dev_copy(B.data, spmm_dense_bytes(&B));
         dC.data = spmm_dev_copy(C.data, spmm_dense_bytes(&C));
         REQUIRE(dB.data && dC.data);
-        for (int v = 0; v < 7; v++) {
+        for (int v = 0; v < 5; v++) {
             bsk__hopper_small_tune.variant = v;
             bsk__hopper_small_tune.max_ctas = v % 2 ? 2 : 0;
             CHECK_STATUS(bsk_spmm(ctx, BSK_OP_N, 1.0f, &dA, &dB, 0.5f, &dC), BSK_SUCCESS);

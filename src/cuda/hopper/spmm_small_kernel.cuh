@@ -14,14 +14,18 @@
    share B panels and each group's A blocks stay in L2 across N tiles.
 
    CTA = 3 warpgroups:
-     - WG0, the producer (setmaxnreg.dec): one warp. Per stage it takes KC entries (col, rowmask) of the group's
-       union list (32 entries per coalesced load, the next 32 one chunk ahead, shuffled out) and TMA-loads, per
-       entry, the B rows col*BS .. +BS-1 x the item's 128 columns (two 64-column boxes, 128-byte swizzle) and the
-       block of every present row into that row's fixed slot (3-D map over the values [nnzb][BS][BS], 64-byte
-       swizzle at BS 32, 32-byte at BS 16). Lane r (< R) keeps its row's next block index and advances it on its
-       mask bit, so the mainloop reads no col_idx. It writes a small meta record per stage (group, N tile, the
-       KC x R-bit masks of rows whose block was loaded, LAST / END flags). The next item's ticket, descriptor,
-       row bounds and first entries are loaded during the current item's first stages.
+     - WG0, the producers (setmaxnreg.dec): PW = 4 warps taking turns by stage (stage i of the CTA: warp i % PW;
+       one warp's serial issue chain, ~110 dependent SASS instructions per entry, was the limit: session 8). Per
+       stage a warp takes KC entries (col, rowmask) of the group's union list (32 entries per coalesced load, the
+       next 32 one chunk ahead, shuffled out) and TMA-loads, per entry, the B rows col*BS .. +BS-1 x the item's 128
+       columns (two 64-column boxes, 128-byte swizzle) and the block of every present row into that row's fixed
+       slot (3-D map over the values [nnzb][BS][BS], 64-byte swizzle at BS 32, 32-byte at BS 16). Lane r (< R)
+       finds its row's block index without walking the entries before: per 32-entry window R ballots give it the
+       mask of the window's entries that have row r, and the index is its cursor at the window start + the mask
+       bits below the entry, so the mainloop reads no col_idx. It writes a small meta record per stage (group, N
+       tile, the KC x R-bit masks of rows whose block was loaded, LAST / END flags). The next item's ticket (warp 0
+       takes it and hands it to the others at a named barrier), descriptor, row bounds and first entries are
+       loaded during the current item's first stages.
      - WG1, WG2, the consumers (setmaxnreg.inc): consumer c owns columns 64c .. 64c+63 of the tile. Per stage and
        entry it issues one wgmma m64nBSk16 per k16 step for each present row, accumulating into that row's set
        (R fp32 sets of BS/2 registers each: 128 registers). The wgmma A operand is its 64 x BS slice of Bᵀ: the
@@ -104,10 +108,9 @@ struct SmallCfg {
     static constexpr int STAGES = STAGES_;
     static_assert(BS_ == 32 || BS_ == 16, "BS 32 or 16");
     /* PW producer warps: stage gsi of the CTA is issued by warp gsi % PW (each finds its rows' block indices from
-       per-window bit masks, no serial cursor); PW 0: the session-4 producer (one warp, a serial cursor). */
+       per-window bit masks, no serial cursor from entry to entry). */
     static constexpr int PW = PW_;
-    static constexpr int NPW = PW_ > 0 ? PW_ : 1;
-    static_assert(PW_ >= 0 && PW_ <= 4 && STAGES_ >= NPW, "PW 0-4, at most STAGES");
+    static_assert(PW_ >= 1 && PW_ <= 4 && STAGES_ >= PW_, "PW 1-4, at most STAGES");
     static_assert(KC_ == 1 || KC_ == 2, "KC 1 or 2 (entries of one stage stay inside one 32-entry chunk)");
     static constexpr int R = 256 / BS_;               /* block rows per group                             */
     static constexpr int RMASK = (1 << R) - 1;
@@ -446,7 +449,7 @@ template <> struct SMmaSS<16, BSK_BF16> {
 };
 
 /* Registers per thread after setmaxnreg: 128 x PRODUCER + 256 x CONSUMER <= 384 x 168 (what the CTA got). */
-constexpr int SMALL_PRODUCER_REGS = 72, SMALL_CONSUMER_REGS = 216; /* 56 / 224 spilled in the producer of PW > 0 */
+constexpr int SMALL_PRODUCER_REGS = 72, SMALL_CONSUMER_REGS = 216; /* 56 / 224 spilled 8-16 bytes in the producer */
 static_assert(128 * SMALL_PRODUCER_REGS + 256 * SMALL_CONSUMER_REGS <= 384 * 168, "register budget");
 
 template <class CF, int DT, int CT>
@@ -477,7 +480,7 @@ __global__ void __launch_bounds__(384, 1)
     if (wg == 0) {
         /* ------------------------------------------------------------ producer */
         setmaxnreg_dec<SMALL_PRODUCER_REGS>();
-        if (warp >= CF::NPW) return;
+        if (warp >= CF::PW) return;
         const unsigned total = p.total;
         /* Stage gsi of this CTA (all producer warps count every stage) lives in ring slot gsi % STAGES, phase
            (gsi / STAGES) & 1, and is issued by producer warp gsi % PW. */
@@ -487,7 +490,7 @@ __global__ void __launch_bounds__(384, 1)
         unsigned *tick = (unsigned *)(smem + CF::TICK_OFF);
         unsigned items_seen = 0;
         auto fetch = [&]() -> unsigned {
-            if (CF::NPW == 1) return lane == 0 ? atomicAdd(p.counter, 1u) : 0u;
+            if (CF::PW == 1) return lane == 0 ? atomicAdd(p.counter, 1u) : 0u;
             return lane == 0 && warp == 0 ? atomicAdd(p.counter, 1u) + gridDim.x : 0u;
         };
         SPROF(long long pr_empty = 0, pr_stages = 0, pr_entries = 0, pr_blocks = 0; const long long pr_t0 = clock64();)
@@ -538,7 +541,7 @@ __global__ void __launch_bounds__(384, 1)
             return bm;
         };
 
-        unsigned t = CF::NPW == 1 ? __shfl_sync(0xffffffffu, fetch(), 0) : blockIdx.x;
+        unsigned t = CF::PW == 1 ? __shfl_sync(0xffffffffu, fetch(), 0) : blockIdx.x;
         int4 d = make_int4(0, 0, 0, 0);
         int rk = 0, re = 0;
         int2 c0 = make_int2(-1, 0), c1 = make_int2(-1, 0);
@@ -550,7 +553,7 @@ __global__ void __launch_bounds__(384, 1)
         }
         for (;;) {
             if (t >= total) {
-                if (lane == 0 && gs % CF::NPW == (uint32_t)warp) open_stage(gs, make_int4(0, 0, 0, SM_END), 0);
+                if (lane == 0 && gs % CF::PW == (uint32_t)warp) open_stage(gs, make_int4(0, 0, 0, SM_END), 0);
                 break;
             }
             const unsigned pend = fetch(); /* the next item's ticket, taken one item ahead */
@@ -563,12 +566,12 @@ __global__ void __launch_bounds__(384, 1)
             int2 nc0 = make_int2(-1, 0), nc1 = make_int2(-1, 0);
             auto look = [&]() {
                 if (la == 0) {
-                    if (CF::NPW == 1) {
+                    if (CF::PW == 1) {
                         tn = __shfl_sync(0xffffffffu, pend, 0);
                     } else {
                         volatile unsigned *tk = tick + (items_seen & 1u);
                         if (warp == 0 && lane == 0) *tk = pend;
-                        named_bar_sync(3, 32 * CF::NPW);
+                        named_bar_sync(3, 32 * CF::PW);
                         tn = *tk;
                         ++items_seen;
                     }
@@ -587,63 +590,15 @@ __global__ void __launch_bounds__(384, 1)
             const uint32_t ns = ul > 0 ? (uint32_t)((ul + KC - 1) / KC) : 1u; /* the item's stages */
             int done = 0;
             if (ul <= 0) { /* no blocks in the group: one empty stage, the epilogue writes alpha*0 (+ beta*C) */
-                if (gs % CF::NPW == (uint32_t)warp) {
+                if (gs % CF::PW == (uint32_t)warp) {
                     if (lane == 0) open_stage(gs, make_int4(g, ntile, 0, SM_LAST), 0);
                     ++done;
                 }
-            } else if constexpr (CF::PW == 0) {
-                /* (session 4 producer, kept for the A/B of session 8) one warp, a serial row cursor per lane */
-                for (int e = 0; e < ul; e += KC) {
-                    if (e > 0 && (e & 31) == 0) {
-                        c0 = c1;
-                        c1 = chunk(es, ul, e + 32);
-                    }
-                    int col[KC], blk[KC];
-                    bool val[KC];
-                    uint32_t masks = 0, bytes = 0;
-#pragma unroll
-                    for (int j = 0; j < KC; ++j) {
-                        const int idx = (e + j) & 31;
-                        col[j] = __shfl_sync(0xffffffffu, c0.x, idx);
-                        const int m = __shfl_sync(0xffffffffu, c0.y, idx);
-                        const bool in = e + j < ul && (unsigned)col[j] < (unsigned)p.nb;
-                        const bool mine = in && lane < R && ((m >> lane) & 1);
-                        blk[j] = rk;
-                        val[j] = mine && rk < re;
-                        rk += mine ? 1 : 0;
-                        const uint32_t vm = __ballot_sync(0xffffffffu, val[j]) & (uint32_t)CF::RMASK;
-                        masks |= vm << (j * R);
-                        bytes += vm ? (uint32_t)CF::ENTRY_B_BYTES + (p.diag == 2 ? 0u : (uint32_t)__popc(vm) * (uint32_t)CF::BLK_BYTES) : 0u;
-                        SPROF(pr_entries += in ? 1 : 0; pr_blocks += __popc(vm);)
-                    }
-                    const bool last = e + KC >= ul;
-                    if (p.diag == 3) bytes = 0u;
-                    if (lane == 0)
-                        open_stage(gs, make_int4(g, ntile, p.diag == 1 || p.diag == 3 ? 0 : (int)masks, last ? SM_LAST : 0), bytes);
-                    __syncwarp();
-                    const uint32_t slot = gs % (uint32_t)CF::STAGES;
-                    const uint32_t fb = full0 + 8 * slot;
-                    const uint32_t st = sbase + slot * CF::STAGE_BYTES;
-#pragma unroll
-                    for (int j = 0; j < KC; ++j) {
-                        const uint32_t vm = (masks >> (j * R)) & (uint32_t)CF::RMASK;
-                        if (lane == 0 && vm && p.diag != 3) {
-#pragma unroll
-                            for (int q = 0; q < 2; ++q)
-                                tma_load_2d(st + q * CF::SUB_BYTES + j * BS * 128, &tmB, fb, n0 + 64 * q, col[j] * BS);
-                        }
-                        if (val[j] && p.diag != 2 && p.diag != 3) tma_load_3d(st + CF::B_BYTES + (j * R + lane) * CF::BLK_BYTES, &tmA, fb, 0, 0, blk[j]);
-                    }
-                    ++gs;
-                    ++done;
-                    if (la < 2 && done >= 2 + la) look();
-                }
-                gs -= ns; /* counted again below */
             } else {
                 /* the window c0 holds entries wb .. wb + 31, c1 the next 32; rkw is this lane's row cursor at wb */
                 int wb = 0, rkw = rk;
                 uint32_t bm = window_bits(c0);
-                for (uint32_t i = ((uint32_t)warp + CF::NPW - gs % CF::NPW) % CF::NPW; i < ns; i += CF::NPW) {
+                for (uint32_t i = ((uint32_t)warp + CF::PW - gs % CF::PW) % CF::PW; i < ns; i += CF::PW) {
                     const int e = (int)i * KC; /* KC divides 32: a stage's entries share a window */
                     while (e >= wb + 32) {
                         rkw += __popc(bm);

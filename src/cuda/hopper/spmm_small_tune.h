@@ -8,10 +8,9 @@ extern "C" {
 #endif
 struct bsk_hopper_small_tune_s {
     int variant;   /* 0 default; 1: the other stage shape (BS 32: 1 block column per stage, 7 stages; BS 16: 1
-                      column, 14 stages); 2: Bᵀ through registers, wait_group 0 (run 1); 3-6 (session 8): the
-                      producer: 3 the session-4 one (one warp, serial row cursors), 4 / 5 two / four producer
-                      warps taking turns by stage, 6 four warps with one block column per stage;
-                      -1: decline (the portable path runs). 1-6 exist for fp16 input only (bf16: the default) */
+                      column, 14 stages); 2: Bᵀ through registers, wait_group 0 (run 1); 3 / 4: one / two
+                      producer warps (default four; session 8); -1: decline (the portable path runs). 1-4 exist
+                      for fp16 input only (bf16 runs the default)                                              */
     int force;     /* 1: take every case the kernel can do, ignoring the density crossover to the portable kernel */
     int band_mb;   /* L2 budget in MB for the A blocks of one band of row groups (default 16)                  */
     int max_ctas;  /* cap on the persistent grid (default: one CTA per SM)                                     */
