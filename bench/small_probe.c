@@ -3,120 +3,19 @@
    Timing: CUDA events around one call, 3 warm-ups, median of ITERS, L2 flushed (256 MB memset) before each timed
    call. Each variant's result (diag 0) is checked against cuBLAS on the densified A at full size. With --prof (a
    -DBSK_SMALL_PROF build) one more call prints the kernel's cycle counters summed over the CTAs.
-   Sets: --cross (default vs the portable kernel at low densities, and 2048^3), --ab (variants 3 / 0 / 4 / 1 / 2 alternated, b 32 and 16, d .1 .25 .5), --diag (consumers idle / no loads),
-   --small2048 (2048^3 b32 variants). Built and run by bench/small_probe.sh on the device machine. */
-#include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <cublas_v2.h>
-#include <cuda_runtime.h>
-#include "bsk.h"
+   Sets: --cross (the default vs the portable kernel at low densities, and 2048^3), --ab (variants 3 / 0 / 4 / 1 / 2
+   alternated, b 32 and 16, d .1 .25 .5), --diag (consumers idle / no loads), --small2048 (2048^3 b32 variants).
+   Built and run by bench/small_probe.sh on the device machine. Helpers: bench/probe_util.h. */
+#include "probe_util.h"
 
 #include "cuda/hopper/spmm_small_tune.h"
-
-#define CK(x)                                                                                   \
-    do {                                                                                        \
-        cudaError_t e_ = (x);                                                                   \
-        if (e_ != cudaSuccess) {                                                                \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-            exit(1);                                                                            \
-        }                                                                                       \
-    } while (0)
-#define CB(x)                                                                           \
-    do {                                                                                \
-        cublasStatus_t e_ = (x);                                                        \
-        if (e_ != CUBLAS_STATUS_SUCCESS) {                                              \
-            fprintf(stderr, "%s:%d: %s: cublas %d\n", __FILE__, __LINE__, #x, (int)e_); \
-            exit(1);                                                                    \
-        }                                                                               \
-    } while (0)
-#define CS(x)                                                                                   \
-    do {                                                                                        \
-        bsk_status e_ = (x);                                                                    \
-        if (e_ != BSK_SUCCESS) {                                                                \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, bsk_status_string(e_)); \
-            exit(1);                                                                            \
-        }                                                                                       \
-    } while (0)
 
 static int64_t S_ = 8192;
 static int ITERS = 20;
 static void *flush_buf;
 static const size_t FLUSH = 256u << 20;
 static cudaEvent_t ev0, ev1;
-typedef void (*run_fn)(void *);
-
-static int cmpf(const void *a, const void *b)
-{
-    float x = *(const float *)a, y = *(const float *)b;
-    return x < y ? -1 : x > y;
-}
-static double time_it(run_fn f, void *arg)
-{
-    float t[256];
-    for (int i = 0; i < 3; i++) f(arg);
-    CK(cudaDeviceSynchronize());
-    for (int i = 0; i < ITERS; i++) {
-        CK(cudaMemsetAsync(flush_buf, i & 0xff, FLUSH, 0));
-        CK(cudaEventRecord(ev0, 0));
-        f(arg);
-        CK(cudaEventRecord(ev1, 0));
-        CK(cudaEventSynchronize(ev1));
-        CK(cudaGetLastError());
-        CK(cudaEventElapsedTime(&t[i], ev0, ev1));
-    }
-    qsort(t, (size_t)ITERS, sizeof t[0], cmpf);
-    return ITERS % 2 ? t[ITERS / 2] : 0.5 * (t[ITERS / 2 - 1] + t[ITERS / 2]);
-}
-
-static uint64_t rng_s = 0x5eed8ull;
-static uint64_t rnext(void)
-{
-    uint64_t z = (rng_s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-static uint16_t f2h(float f) /* finite |f| <= 1, round to nearest even */
-{
-    uint32_t x;
-    memcpy(&x, &f, 4);
-    uint32_t sign = (x >> 16) & 0x8000u;
-    int e = (int)((x >> 23) & 0xff) - 127 + 15;
-    uint32_t m = x & 0x7fffffu;
-    if (e <= 0) {
-        if (e < -10) return (uint16_t)sign;
-        m |= 0x800000u;
-        uint32_t sh = (uint32_t)(14 - e), hm = m >> sh, rem = m & ((1u << sh) - 1), half = 1u << (sh - 1);
-        if (rem > half || (rem == half && (hm & 1))) hm++;
-        return (uint16_t)(sign | hm);
-    }
-    uint32_t hm = m >> 13, rem = m & 0x1fffu;
-    uint32_t h = sign | ((uint32_t)e << 10) | hm;
-    if (rem > 0x1000u || (rem == 0x1000u && (hm & 1))) h++;
-    return (uint16_t)h;
-}
-static float h2f(uint16_t h)
-{
-    uint32_t s = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1f, m = h & 0x3ff, x;
-    if (e == 0) {
-        if (!m) x = s;
-        else {
-            e = 127 - 15 + 1;
-            while (!(m & 0x400)) { m <<= 1; e--; }
-            x = s | (e << 23) | ((m & 0x3ff) << 13);
-        }
-    } else if (e == 31) x = s | 0x7f800000u | (m << 13);
-    else x = s | ((e + 127 - 15) << 23) | (m << 13);
-    float f;
-    memcpy(&f, &x, 4);
-    return f;
-}
-static void fill_rand16(uint16_t *p, size_t n)
-{
-    for (size_t i = 0; i < n; i++) p[i] = f2h((float)((double)(rnext() >> 11) * (1.0 / 9007199254740992.0) * 2.0 - 1.0));
-}
+static double time_it(probe_fn f, void *arg) { return probe_time(f, arg, ITERS, flush_buf, FLUSH, ev0, ev1); }
 
 typedef struct {
     cublasHandle_t h;
@@ -130,33 +29,14 @@ static void run_gemm(void *p)
     CB(cublasGemmEx(g->h, CUBLAS_OP_N, CUBLAS_OP_N, (int)S_, (int)S_, (int)S_, &one, g->B, CUDA_R_16F, (int)S_, g->A,
                     CUDA_R_16F, (int)S_, &zero, g->C, g->ct, (int)S_, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
-typedef struct {
-    bsk_context *ctx;
-    bsk_bsr *A;
-    bsk_dense *B, *C;
-} spmm_arg;
-static void run_spmm(void *p)
-{
-    spmm_arg *s = (spmm_arg *)p;
-    CS(bsk_spmm(s->ctx, BSK_OP_N, 1.0f, s->A, s->B, 0.0f, s->C));
-}
 
 /* SP_* indices of spmm_small_kernel.cuh */
-enum { P_TOTAL, P_EMPTY, P_STAGES, P_ENTRIES, P_BLOCKS, C_TOTAL, C_WAIT, C_MMA, C_EPI, C_STAGES, C_WAITED, LAT_WAITED, LAT_ALL, C_ITEMS };
-static void print_prof(spmm_arg *sa, char *out, size_t cap)
+enum { P_TOTAL, P_EMPTY, P_STAGES, P_ENTRIES, P_BLOCKS, C_TOTAL, C_WAIT, C_MMA, C_EPI, C_STAGES, C_WAITED, LAT_WAITED,
+       LAT_ALL, C_ITEMS };
+static void print_prof(probe_spmm_arg *sa, char *out, size_t cap)
 {
-    const int n = 16 * 1024;
-    long long *d, *hb = (long long *)calloc(n, sizeof *hb);
-    CK(cudaMalloc((void **)&d, n * sizeof *d));
-    CK(cudaMemset(d, 0, n * sizeof *d));
-    bsk__hopper_small_tune.prof = d;
-    run_spmm(sa);
-    CS(bsk_synchronize(sa->ctx));
-    bsk__hopper_small_tune.prof = NULL;
-    CK(cudaMemcpy(hb, d, n * sizeof *d, cudaMemcpyDeviceToHost));
-    double t[16] = {0};
-    for (int b = 0; b < 1024; b++)
-        for (int i = 0; i < 16; i++) t[i] += (double)hb[16 * b + i];
+    double t[16];
+    probe_counter_sums(probe_run_spmm, sa, &bsk__hopper_small_tune.prof, t);
     const double st = t[P_STAGES] > 0 ? t[P_STAGES] : 1, cs = t[C_STAGES] > 0 ? t[C_STAGES] : 1;
     snprintf(out, cap,
              "prof: entries/stage %.2f blocks/entry %.2f | cyc/stage: producer %.0f (empty-wait %.0f) consumer0 %.0f "
@@ -164,8 +44,6 @@ static void print_prof(spmm_arg *sa, char *out, size_t cap)
              t[P_ENTRIES] / st, t[P_ENTRIES] > 0 ? t[P_BLOCKS] / t[P_ENTRIES] : 0, t[P_TOTAL] / st, t[P_EMPTY] / st,
              t[C_TOTAL] / cs, t[C_WAIT] / cs, t[C_MMA] / cs, t[C_ITEMS] > 0 ? t[C_EPI] / t[C_ITEMS] : 0, t[LAT_ALL] / cs,
              t[C_WAITED] > 0 ? t[LAT_WAITED] / t[C_WAITED] : 0, 100 * t[C_WAITED] / cs);
-    CK(cudaFree(d));
-    free(hb);
 }
 
 typedef struct {
@@ -205,12 +83,12 @@ int main(int argc, char **argv)
     CK(cudaMalloc(&dB, nn * 2));
     CK(cudaMalloc(&dC, nn * 2));
     CK(cudaMalloc(&dR, nn * 4));
-    fill_rand16(hbuf, nn);
+    probe_fill_rand16(hbuf, nn, 0);
     CK(cudaMemcpy(dB, hbuf, nn * 2, cudaMemcpyHostToDevice));
     double dense[2] = {0, 0};
     for (int q = 0; q < 2; q++) {
         S_ = q ? 2048 : 8192;
-        fill_rand16(hbuf, (size_t)(S_ * S_));
+        probe_fill_rand16(hbuf, (size_t)(S_ * S_), 0);
         CK(cudaMemcpy(dA, hbuf, (size_t)(S_ * S_) * 2, cudaMemcpyHostToDevice));
         gemm_arg g = {h, dA, dB, dC, CUDA_R_16F};
         double ms = time_it(run_gemm, &g);
@@ -290,24 +168,24 @@ int main(int argc, char **argv)
         bsk__hopper_small_tune.diag = c.diag;
         bsk__hopper_small_tune.max_ctas = c.maxc;
         bsk_dense B = {S_, S_, S_, BSK_F16, BSK_MEM_DEVICE, dB}, C = {S_, S_, S_, BSK_F16, BSK_MEM_DEVICE, dC};
-        spmm_arg sa = {ctx, &A, &B, &C};
+        probe_spmm_arg sa = {ctx, &A, &B, &C};
         double err = -1;
         CK(cudaMemset(dC, 0xff, n2 * 2)); /* NaN poison */
-        run_spmm(&sa);
+        probe_run_spmm(&sa);
         CS(bsk_synchronize(ctx));
         const char *kern = bsk_last_kernel(ctx);
         if (!c.diag) {
             CK(cudaMemcpy(hC, dC, n2 * 2, cudaMemcpyDeviceToHost));
             double num = 0, den = 0;
             for (size_t i = 0; i < n2; i++) {
-                const double got = h2f(hC[i]), r = hR[i];
+                const double got = probe_h2f(hC[i]), r = hR[i];
                 num += (got - r) * (got - r);
                 den += r * r;
             }
             err = den > 0 ? sqrt(num / den) : sqrt(num);
             if (!(err < 5e-3)) printf("WRONG RESULT: b %d d %.2f v %d rel err %.3e\n", c.b, c.d, c.v, err);
         }
-        const double ms = time_it(run_spmm, &sa);
+        const double ms = time_it(probe_run_spmm, &sa);
         const double tf = 2.0 * (double)A.nnzb * c.b * c.b * (double)S_ / (ms * 1e-3) * 1e-12;
         snprintf(table[nt], 200, "%5lld %3d %5.3f v%d diag %d ctas %3d | %8.3f ms %7.1f TFLOPS E %.3f err %9.2e %s",
                  (long long)S_, c.b, c.d, c.v, c.diag, c.maxc ? c.maxc : bsk__hopper_small_tune.out_grid, ms, tf,

@@ -34,10 +34,11 @@ typedef SmallCfg<16, 2, 7, true, 4, 1> Cfg16p1;
 typedef SmallCfg<16, 2, 7, true, 4, 2> Cfg16p2;
 
 /* Below these block densities (nnzb / (mb * nb)) the portable mma.sync kernel is faster, so this kernel declines
-   (bsk__hopper_small_tune.force takes every case; the tests use it). Measured at 8192^3 fp16 on an H100 (session 4,
-   run 3, ms this kernel / portable): BS 32 d 0.10 0.92 / 0.95, d 0.25 1.53 / 2.28; BS 16 d 0.10 2.56 / 1.96, d 0.25
-   3.65 / 4.73 -> crossovers near d 0.09 (extrapolated) and 0.18 (interpolated). */
-static const double MIN_DENSITY_B32 = 0.09, MIN_DENSITY_B16 = 0.18;
+   (bsk__hopper_small_tune.force takes every case; the tests use it). Measured at 8192^3 fp16 on an H100, same run,
+   alternated (session 8, run 3, four producer warps; ms this kernel / portable): BS 32 d 0.06 0.620 / 0.605, d 0.08
+   0.742 / 0.779; BS 16 d 0.13 2.64 / 2.53, d 0.16 2.80 / 3.10 -> crossovers near d 0.067 and 0.139 (interpolated;
+   session 4's kernel: 0.09 and 0.18). */
+static const double MIN_DENSITY_B32 = 0.07, MIN_DENSITY_B16 = 0.14;
 
 template <class CF, int DT, int CT>
 static bsk_status launch_small(bsk_context *ctx, const struct bsk_cuda_state *st, const bsk_bsr *A, const bsk_dense *B,
