@@ -170,7 +170,8 @@ BSK_TEST(gpu_hopper_small_empty_skewed)
 
 /* A persistent grid of 3 CTAs taking many items each (ring phases and the item look-ahead run on across items;
    the epilogue's staging buffer reused item after item), tiny bands (many bands, a partial last one), PDL off,
-   every stage shape of each block size (variants 1 and 2 exist for fp16 input); then a bitwise repeat. */
+   every stage shape and producer count of each block size (variants 1-4 exist for fp16 input); then a bitwise
+   repeat. */
 BSK_TEST(gpu_hopper_small_persistent)
 {
     bsk_context *ctx = NULL;
@@ -180,7 +181,7 @@ BSK_TEST(gpu_hopper_small_persistent)
     bsk_rng *r = bsk_test_rng();
     for (int b = 32; b >= 16; b /= 2) {
         const char *want = small_name(b);
-        for (int v = 0; v < 3; v++) {
+        for (int v = 0; v < 5; v++) {
             bsk__hopper_small_tune.variant = v;
             bsk__hopper_small_tune.max_ctas = 3;
             bsk__hopper_small_tune.band_mb = v ? 0 : 1;
@@ -200,6 +201,62 @@ BSK_TEST(gpu_hopper_small_persistent)
         bsk_bsr S = spmm_random_bsr((int64_t)b * 40, (int64_t)b * 30, b, 0.3, BSK_PATTERN_SKEWED, BSK_F16);
         spmm_gpu_repeat_same(t, ctx, BSK_OP_N, &S, 264, BSK_F32, 2, want);
         bsk_bsr_free(&S);
+    }
+    bsk_destroy(ctx);
+    bsk__hopper_small_tune = small_saved;
+}
+
+static int keep_all(int64_t i, int64_t j, bsk_rng *r)
+{
+    (void)i; (void)j; (void)r;
+    return 1;
+}
+
+/* The producer variants (the default: 4 producer warps taking turns by stage; 3 / 4: 1 / 2 warps; 1: 4 warps, one
+   block column per stage): tails (N odd, N < 64, K < b, M = 1), empty rows
+   and groups (items of one stage, fewer stages than producer warps), nnzb = 0, skewed rows, full blocks (d = 1),
+   each on a few CTAs too (ring phases and the producers' ticket hand-over across items). fp16 input (the variants
+   exist for it). */
+BSK_TEST(gpu_hopper_small_producers)
+{
+    bsk_context *ctx = NULL;
+    const char *why = small_skip_reason(&ctx);
+    if (why) SKIP(why);
+    const struct bsk_hopper_small_tune_s saved = bsk__hopper_small_tune;
+    bsk_rng *r = bsk_test_rng();
+    for (int b = 32; b >= 16; b /= 2) {
+        const char *want = small_name(b);
+        for (int v = 0; v < 5; v++) {
+            if (v == 2) continue;
+            bsk__hopper_small_tune.variant = v;
+            for (int few = 0; few < 2; few++) {
+                bsk__hopper_small_tune.max_ctas = few ? 3 : 0;
+                const int64_t M = (int64_t)b * bsk_rng_int(r, 20, 40) + bsk_rng_int(r, 1, b - 1);
+                const int64_t K = (int64_t)b * bsk_rng_int(r, 8, 20) + bsk_rng_int(r, 1, b - 1);
+                const int64_t No = 2 * bsk_rng_int(r, 70, 200) + 1, pad = 8 - No % 8;
+                for (int di = 0; di < 3; di++) {
+                    const double d = di == 0 ? 0.08 : di == 1 ? 0.3 : 0.7;
+                    bsk_bsr A = spmm_random_bsr(M, K, b, d, di == 1 ? BSK_PATTERN_SKEWED : BSK_PATTERN_UNIFORM, BSK_F16);
+                    run_case(t, ctx, &A, No, pad, pad, BSK_F32, 1.0f, 0.0f, want);
+                    run_case(t, ctx, &A, 264, 0, 8, BSK_F16, -0.75f, 0.5f, want);
+                    run_case(t, ctx, &A, 40, 0, 0, BSK_BF16, 1.0f, 0.0f, want);
+                    bsk_bsr_free(&A);
+                }
+                bsk_bsr F = mask_bsr(M, K, b, BSK_F16, keep_all);
+                run_case(t, ctx, &F, 136, 0, 0, BSK_F32, 0.5f, 0.0f, want);
+                bsk_bsr_free(&F);
+                bsk_bsr E = mask_bsr((int64_t)b * 70 - 9, K, b, BSK_F16, keep_sparse_rows);
+                run_case(t, ctx, &E, 264, 0, 0, BSK_F32, 2.0f, -1.0f, want);
+                bsk_bsr_free(&E);
+                bsk_bsr Z = mask_bsr(M, K, b, BSK_F16, keep_none);
+                run_case(t, ctx, &Z, 200, 0, 0, BSK_F16, 1.0f, 0.25f, want);
+                bsk_bsr_free(&Z);
+                bsk_bsr P = spmm_random_bsr(bsk_rng_int(r, 1, b - 1), bsk_rng_int(r, 1, b - 1), b, 1.0, BSK_PATTERN_UNIFORM, BSK_F16);
+                run_case(t, ctx, &P, 72, 0, 0, BSK_F32, 1.0f, 0.0f, want); /* M < b, K < b */
+                bsk_bsr_free(&P);
+            }
+        }
+        bsk__hopper_small_tune = saved;
     }
     bsk_destroy(ctx);
     bsk__hopper_small_tune = small_saved;
@@ -228,6 +285,16 @@ BSK_TEST(gpu_hopper_small_long_lists)
     bsk_bsr A32 = mask_bsr(40, 32 * 4200, 32, BSK_BF16, keep_wide);
     run_case(t, ctx, &A32, 24, 0, 0, BSK_BF16, 1.0f, 0.5f, "hopper-wgmma-b32s");
     bsk_bsr_free(&A32);
+    /* one producer warp (variant 3, fp16) walks the same long lists across all the 32-entry windows */
+    const struct bsk_hopper_small_tune_s saved = bsk__hopper_small_tune;
+    bsk__hopper_small_tune.variant = 3;
+    bsk_bsr W = mask_bsr(29, 16 * 8300, 16, BSK_F16, keep_wide);
+    run_case(t, ctx, &W, 72, 0, 0, BSK_F32, 1.0f, 0.0f, "hopper-wgmma-b16s");
+    bsk_bsr_free(&W);
+    bsk_bsr W32 = mask_bsr(40, 32 * 4200, 32, BSK_F16, keep_wide);
+    run_case(t, ctx, &W32, 24, 0, 0, BSK_F16, 1.0f, 0.5f, "hopper-wgmma-b32s");
+    bsk_bsr_free(&W32);
+    bsk__hopper_small_tune = saved;
     bsk_destroy(ctx);
     bsk__hopper_small_tune = small_saved;
 }
@@ -259,9 +326,9 @@ BSK_TEST(gpu_hopper_small_malformed_indices_safe)
         dB.data = spmm_dev_copy(B.data, spmm_dense_bytes(&B));
         dC.data = spmm_dev_copy(C.data, spmm_dense_bytes(&C));
         REQUIRE(dB.data && dC.data);
-        for (int v = 0; v < 3; v++) {
+        for (int v = 0; v < 5; v++) {
             bsk__hopper_small_tune.variant = v;
-            bsk__hopper_small_tune.max_ctas = v ? 2 : 0;
+            bsk__hopper_small_tune.max_ctas = v % 2 ? 2 : 0;
             CHECK_STATUS(bsk_spmm(ctx, BSK_OP_N, 1.0f, &dA, &dB, 0.5f, &dC), BSK_SUCCESS);
             CHECK(strcmp(bsk_last_kernel(ctx), small_name(b)) == 0);
             CHECK_STATUS(bsk_synchronize(ctx), BSK_SUCCESS);
@@ -330,7 +397,7 @@ BSK_TEST(gpu_hopper_small_declines)
     bsk__hopper_small_tune = small_saved;
 }
 
-/* The library's own choice (force = 0): below the density crossover (b32 0.09, b16 0.18: the portable kernel
+/* The library's own choice (force = 0): below the density crossover (b32 0.07, b16 0.14: the portable kernel
    is faster there) or with fewer 256 x 128 items than half the SMs (the portable kernel's smaller tiles fill the
    GPU) the small-block kernel declines and the portable one answers, else the small-block kernel runs; either way
    the result is right. Densities sit well clear of the thresholds; the item rule is evaluated with this GPU's SM
@@ -365,6 +432,7 @@ BSK_TEST(gpu_hopper_small_dtypes) { SKIP("built without CUDA"); }
 BSK_TEST(gpu_hopper_small_tails) { SKIP("built without CUDA"); }
 BSK_TEST(gpu_hopper_small_empty_skewed) { SKIP("built without CUDA"); }
 BSK_TEST(gpu_hopper_small_persistent) { SKIP("built without CUDA"); }
+BSK_TEST(gpu_hopper_small_producers) { SKIP("built without CUDA"); }
 BSK_TEST(gpu_hopper_small_long_lists) { SKIP("built without CUDA"); }
 BSK_TEST(gpu_hopper_small_malformed_indices_safe) { SKIP("built without CUDA"); }
 BSK_TEST(gpu_hopper_small_declines) { SKIP("built without CUDA"); }

@@ -11,28 +11,34 @@
 
 using namespace bsk_small;
 
-struct bsk_hopper_small_tune_s bsk__hopper_small_tune = {0, 0, 0, 0, 0, 0, 0, 0, 0};
+struct bsk_hopper_small_tune_s bsk__hopper_small_tune = {0, 0, 0, 0, 0, 0, 0, NULL, 0, 0};
 
-/* Stage shapes (docs/hopper-spmm-notes.md, session 4, run 2). Default (variant 0), Bᵀ read from shared memory by
-   wgmma and one stage's wgmmas left in flight while the next stage's are issued:
+/* Stage shapes (docs/hopper-spmm-notes.md, session 4, run 2; producer warps: session 8). Default (variant 0), Bᵀ
+   read from shared memory by wgmma, one stage's wgmmas left in flight while the next stage's are issued, and four
+   producer warps taking turns by stage (one warp's serial issue chain was the limit: session 8, run 2):
      BS 32: two block columns per stage (48 KB: 16 KB of B, 2 x 8 block slots), 4 stages, one block row per
             epilogue pass (measured best of the three: E 0.20 vs 0.16 one column x 7 stages at d = 0.25);
      BS 16: two block columns per stage (24 KB: 8 KB of B, 2 x 16 slots), 7 stages.
    Experiments (fp16 input only; bf16 runs the default): variant 1 BS 32: one column per stage (24 KB), 7 stages;
    BS 16: one column per stage (12 KB), 14 stages. Variant 2: the run-1 kernel (Bᵀ through registers by
-   ldmatrix.trans, wait_group 0 per stage). */
-typedef SmallCfg<32, 2, 4, true, 1> Cfg32;
-typedef SmallCfg<32, 1, 7> Cfg32n;
-typedef SmallCfg<32, 1, 7, false> Cfg32r;
-typedef SmallCfg<16, 2, 7> Cfg16;
-typedef SmallCfg<16, 1, 14> Cfg16n;
-typedef SmallCfg<16, 2, 7, false> Cfg16r;
+   ldmatrix.trans, wait_group 0 per stage). Variants 3 / 4: the default with one / two producer warps. */
+typedef SmallCfg<32, 2, 4, true, 1, 4> Cfg32;
+typedef SmallCfg<32, 1, 7, true, 2, 4> Cfg32n;
+typedef SmallCfg<32, 1, 7, false, 2, 4> Cfg32r;
+typedef SmallCfg<32, 2, 4, true, 1, 1> Cfg32p1;
+typedef SmallCfg<32, 2, 4, true, 1, 2> Cfg32p2;
+typedef SmallCfg<16, 2, 7, true, 4, 4> Cfg16;
+typedef SmallCfg<16, 1, 14, true, 4, 4> Cfg16n;
+typedef SmallCfg<16, 2, 7, false, 4, 4> Cfg16r;
+typedef SmallCfg<16, 2, 7, true, 4, 1> Cfg16p1;
+typedef SmallCfg<16, 2, 7, true, 4, 2> Cfg16p2;
 
 /* Below these block densities (nnzb / (mb * nb)) the portable mma.sync kernel is faster, so this kernel declines
-   (bsk__hopper_small_tune.force takes every case; the tests use it). Measured at 8192^3 fp16 on an H100 (session 4,
-   run 3, ms this kernel / portable): BS 32 d 0.10 0.92 / 0.95, d 0.25 1.53 / 2.28; BS 16 d 0.10 2.56 / 1.96, d 0.25
-   3.65 / 4.73 -> crossovers near d 0.09 (extrapolated) and 0.18 (interpolated). */
-static const double MIN_DENSITY_B32 = 0.09, MIN_DENSITY_B16 = 0.18;
+   (bsk__hopper_small_tune.force takes every case; the tests use it). Measured at 8192^3 fp16 on an H100, same run,
+   alternated (session 8, run 3, four producer warps; ms this kernel / portable): BS 32 d 0.06 0.620 / 0.605, d 0.08
+   0.742 / 0.779; BS 16 d 0.13 2.64 / 2.53, d 0.16 2.80 / 3.10 -> crossovers near d 0.067 and 0.139 (interpolated;
+   session 4's kernel: 0.09 and 0.18). */
+static const double MIN_DENSITY_B32 = 0.07, MIN_DENSITY_B16 = 0.14;
 
 template <class CF, int DT, int CT>
 static bsk_status launch_small(bsk_context *ctx, const struct bsk_cuda_state *st, const bsk_bsr *A, const bsk_dense *B,
@@ -94,6 +100,7 @@ static bsk_status launch_small(bsk_context *ctx, const struct bsk_cuda_state *st
     p.band = (int)band;
     p.total = (unsigned)(G * nt);
     p.diag = bsk__hopper_small_tune.diag;
+    p.prof = (long long *)bsk__hopper_small_tune.prof;
     bsk__hopper_small_tune.out_items = (int)(G * nt);
 
     if ((s = bsk_hopper_allow_smem(small_spmm_kernel<CF, DT, CT>, CF::SMEM))) return s;
@@ -183,9 +190,13 @@ bsk_status bsk_hopper_spmm_small(bsk_context *ctx, bsk_op op, float alpha, const
     if (b == 32) {
         if (v == 1 && !bf) return by_out_f16<Cfg32n>(ctx, st, A, B, alpha, beta, C, name);
         if (v == 2 && !bf) return by_out_f16<Cfg32r>(ctx, st, A, B, alpha, beta, C, name);
+        if (v == 3 && !bf) return by_out_f16<Cfg32p1>(ctx, st, A, B, alpha, beta, C, name);
+        if (v == 4 && !bf) return by_out_f16<Cfg32p2>(ctx, st, A, B, alpha, beta, C, name);
         return by_out<Cfg32>(ctx, st, bf, A, B, alpha, beta, C, name);
     }
     if (v == 1 && !bf) return by_out_f16<Cfg16n>(ctx, st, A, B, alpha, beta, C, name);
     if (v == 2 && !bf) return by_out_f16<Cfg16r>(ctx, st, A, B, alpha, beta, C, name);
+    if (v == 3 && !bf) return by_out_f16<Cfg16p1>(ctx, st, A, B, alpha, beta, C, name);
+    if (v == 4 && !bf) return by_out_f16<Cfg16p2>(ctx, st, A, B, alpha, beta, C, name);
     return by_out<Cfg16>(ctx, st, bf, A, B, alpha, beta, C, name);
 }

@@ -14,14 +14,18 @@
    share B panels and each group's A blocks stay in L2 across N tiles.
 
    CTA = 3 warpgroups:
-     - WG0, the producer (setmaxnreg.dec): one warp. Per stage it takes KC entries (col, rowmask) of the group's
-       union list (32 entries per coalesced load, the next 32 one chunk ahead, shuffled out) and TMA-loads, per
-       entry, the B rows col*BS .. +BS-1 x the item's 128 columns (two 64-column boxes, 128-byte swizzle) and the
-       block of every present row into that row's fixed slot (3-D map over the values [nnzb][BS][BS], 64-byte
-       swizzle at BS 32, 32-byte at BS 16). Lane r (< R) keeps its row's next block index and advances it on its
-       mask bit, so the mainloop reads no col_idx. It writes a small meta record per stage (group, N tile, the
-       KC x R-bit masks of rows whose block was loaded, LAST / END flags). The next item's ticket, descriptor,
-       row bounds and first entries are loaded during the current item's first stages.
+     - WG0, the producers (setmaxnreg.dec): PW = 4 warps taking turns by stage (stage i of the CTA: warp i % PW;
+       one warp's serial issue chain, ~110 dependent SASS instructions per entry, was the limit: session 8). Per
+       stage a warp takes KC entries (col, rowmask) of the group's union list (32 entries per coalesced load, the
+       next 32 one chunk ahead, shuffled out) and TMA-loads, per entry, the B rows col*BS .. +BS-1 x the item's 128
+       columns (two 64-column boxes, 128-byte swizzle) and the block of every present row into that row's fixed
+       slot (3-D map over the values [nnzb][BS][BS], 64-byte swizzle at BS 32, 32-byte at BS 16). Lane r (< R)
+       finds its row's block index without walking the entries before: per 32-entry window R ballots give it the
+       mask of the window's entries that have row r, and the index is its cursor at the window start + the mask
+       bits below the entry, so the mainloop reads no col_idx. It writes a small meta record per stage (group, N
+       tile, the KC x R-bit masks of rows whose block was loaded, LAST / END flags). The next item's ticket (warp 0
+       takes it and hands it to the others at a named barrier), descriptor, row bounds and first entries are
+       loaded during the current item's first stages.
      - WG1, WG2, the consumers (setmaxnreg.inc): consumer c owns columns 64c .. 64c+63 of the tile. Per stage and
        entry it issues one wgmma m64nBSk16 per k16 step for each present row, accumulating into that row's set
        (R fp32 sets of BS/2 registers each: 128 registers). The wgmma A operand is its 64 x BS slice of Bᵀ: the
@@ -49,6 +53,13 @@
 #include "bsk.h" /* bsk_dtype */
 #include "ptx.cuh"
 
+/* -DBSK_SMALL_PROF: cycle counters in the small kernel (probe builds only; SP_* below) */
+#ifdef BSK_SMALL_PROF
+#define SPROF(...) __VA_ARGS__
+#else
+#define SPROF(...)
+#endif
+
 /* Own namespace: spmm_kernel.cuh has templates of the same names in bsk_hopper (Cfg, OutT); identical mangled
    names with different bodies in two translation units would be merged by the linker. */
 namespace bsk_small {
@@ -71,14 +82,22 @@ struct SmallParams {
     int band;               /* groups per band                                                               */
     unsigned total;         /* G * nt                                                                        */
     int diag;               /* experiments only (results wrong): 1 the records carry no rows (consumers idle,
-                               loads unchanged: the load pipeline alone), 2 no A-block loads                  */
+                               loads unchanged: the load pipeline alone), 2 no A-block loads, 3 no loads at all
+                               and consumers idle (the barrier / instruction pipeline alone)                    */
+    long long *prof;        /* -DBSK_SMALL_PROF builds: per-CTA cycle counters (SMALL_PROF_N per CTA)         */
+};
+
+/* -DBSK_SMALL_PROF: cycle counters, SMALL_PROF_N per CTA (summed by the probe). */
+enum {
+    SP_P_TOTAL, SP_P_EMPTY, SP_P_STAGES, SP_P_ENTRIES, SP_P_BLOCKS, SP_C_TOTAL, SP_C_WAIT, SP_C_MMA, SP_C_EPI,
+    SP_C_STAGES, SP_C_WAITED, SP_LAT_WAITED, SP_LAT_ALL, SP_C_ITEMS, SMALL_PROF_N = 16
 };
 
 enum { SM_LAST = 1, SM_END = 2 };
 
 /* Compile-time shape. KC union entries (block columns) per stage; R = 256 / BS rows per group. A stage is
    [B box, consumer 0's 64 columns: KC*BS rows x 128 bytes][the same for consumer 1][A slots: KC x R blocks]. */
-template <int BS_, int KC_, int STAGES_, bool SS_ = true, int EPR_ = 64 / BS_>
+template <int BS_, int KC_, int STAGES_, bool SS_ = true, int EPR_ = 64 / BS_, int PW_ = 1>
 struct SmallCfg {
     static constexpr int BS = BS_;
     /* SS: Bᵀ read by wgmma from the B box in shared memory (trans-a) and each stage's wgmma group left in flight
@@ -88,6 +107,10 @@ struct SmallCfg {
     static constexpr int KC = KC_;
     static constexpr int STAGES = STAGES_;
     static_assert(BS_ == 32 || BS_ == 16, "BS 32 or 16");
+    /* PW producer warps: stage gsi of the CTA is issued by warp gsi % PW (each finds its rows' block indices from
+       per-window bit masks, no serial cursor from entry to entry). */
+    static constexpr int PW = PW_;
+    static_assert(PW_ >= 1 && PW_ <= 4 && STAGES_ >= PW_, "PW 1-4, at most STAGES");
     static_assert(KC_ == 1 || KC_ == 2, "KC 1 or 2 (entries of one stage stay inside one 32-entry chunk)");
     static constexpr int R = 256 / BS_;               /* block rows per group                             */
     static constexpr int RMASK = (1 << R) - 1;
@@ -112,7 +135,9 @@ struct SmallCfg {
     static constexpr int STG_OFF = STAGES_ * STAGE_BYTES;
     static constexpr int BAR_OFF = STG_OFF + 2 * STG_WG_BYTES;
     static constexpr int META_OFF = BAR_OFF + 2 * STAGES_ * 8;
-    static constexpr int SMEM = META_OFF + STAGES_ * 16 + 1024; /* + slack to align the base to 1024        */
+    /* per stage: the record {group, N tile, masks, flags}, then {-, -, clock (-DBSK_SMALL_PROF), -} */
+    static constexpr int TICK_OFF = META_OFF + STAGES_ * 32;    /* PW > 1: the next item's ticket, 2 slots    */
+    static constexpr int SMEM = TICK_OFF + 16 + 1024;           /* + slack to align the base to 1024        */
     static constexpr int THREADS = 384;
 };
 
@@ -424,7 +449,7 @@ template <> struct SMmaSS<16, BSK_BF16> {
 };
 
 /* Registers per thread after setmaxnreg: 128 x PRODUCER + 256 x CONSUMER <= 384 x 168 (what the CTA got). */
-constexpr int SMALL_PRODUCER_REGS = 56, SMALL_CONSUMER_REGS = 224;
+constexpr int SMALL_PRODUCER_REGS = 72, SMALL_CONSUMER_REGS = 216; /* 56 / 224 spilled 8-16 bytes in the producer */
 static_assert(128 * SMALL_PRODUCER_REGS + 256 * SMALL_CONSUMER_REGS <= 384 * 168, "register budget");
 
 template <class CF, int DT, int CT>
@@ -437,7 +462,7 @@ __global__ void __launch_bounds__(384, 1)
     uint8_t *smem = (uint8_t *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
     const uint32_t sbase = smem_u32(smem);
     const uint32_t full0 = sbase + CF::BAR_OFF, empty0 = full0 + 8 * CF::STAGES;
-    int4 *meta = (int4 *)(smem + CF::META_OFF);
+    int4 *meta = (int4 *)(smem + CF::META_OFF); /* two int4 per stage (SmallCfg::SMEM) */
     const int wg = threadIdx.x >> 7, warp = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31;
 
     if (threadIdx.x == 0) {
@@ -455,15 +480,28 @@ __global__ void __launch_bounds__(384, 1)
     if (wg == 0) {
         /* ------------------------------------------------------------ producer */
         setmaxnreg_dec<SMALL_PRODUCER_REGS>();
-        if (warp != 0) return;
-        uint32_t s = 0, ph = 0;
+        if (warp >= CF::PW) return;
         const unsigned total = p.total;
-        auto fetch = [&]() -> unsigned { return lane == 0 ? atomicAdd(p.counter, 1u) : 0u; };
+        /* Stage gsi of this CTA (all producer warps count every stage) lives in ring slot gsi % STAGES, phase
+           (gsi / STAGES) & 1, and is issued by producer warp gsi % PW. */
+        uint32_t gs = 0;
+        /* PW > 1: the first ticket is blockIdx.x, the later ones gridDim.x + the counter; warp 0 takes them and passes
+           each to the other producer warps through `tick` (two slots, by item parity) at a named barrier */
+        unsigned *tick = (unsigned *)(smem + CF::TICK_OFF);
+        unsigned items_seen = 0;
+        auto fetch = [&]() -> unsigned {
+            if (CF::PW == 1) return lane == 0 ? atomicAdd(p.counter, 1u) : 0u;
+            return lane == 0 && warp == 0 ? atomicAdd(p.counter, 1u) + gridDim.x : 0u;
+        };
+        SPROF(long long pr_empty = 0, pr_stages = 0, pr_entries = 0, pr_blocks = 0; const long long pr_t0 = clock64();)
         /* lane 0: wait for the slot, publish the meta record, arm the full barrier (loads follow) */
-        auto open_stage = [&](int4 mv, uint32_t bytes) {
-            const uint32_t fb = full0 + 8 * s;
-            mbar_wait(empty0 + 8 * s, ph ^ 1);
-            meta[s] = mv;
+        auto open_stage = [&](uint32_t gsi, int4 mv, uint32_t bytes) {
+            const uint32_t slot = gsi % (uint32_t)CF::STAGES, ph = (gsi / (uint32_t)CF::STAGES) & 1u;
+            const uint32_t fb = full0 + 8 * slot;
+            SPROF(const long long tw0 = clock64();)
+            mbar_wait(empty0 + 8 * slot, ph ^ 1);
+            SPROF(pr_empty += clock64() - tw0; ++pr_stages; meta[2 * slot + 1].z = (int)clock();)
+            meta[2 * slot] = mv;
             if (bytes) mbar_arrive_expect_tx(fb, bytes);
             else mbar_arrive(fb);
         };
@@ -489,8 +527,21 @@ __global__ void __launch_bounds__(384, 1)
         auto chunk = [&](int es, int ul, int base) -> int2 {
             return base + lane < ul ? __ldg(p.ent + es + base + lane) : make_int2(-1, 0);
         };
+        /* lane r < R: bit l set if entry l of the window has row r (none for entries past the list or with a
+           column outside [0, nb)); row r's block of entry l is then its cursor at the window start + the bits
+           below l: no serial cursor from entry to entry, so each producer warp can start anywhere */
+        auto window_bits = [&](int2 cw) -> uint32_t {
+            const bool ok = (unsigned)cw.x < (unsigned)p.nb;
+            uint32_t bm = 0u;
+#pragma unroll
+            for (int r = 0; r < R; ++r) {
+                const uint32_t b = __ballot_sync(0xffffffffu, ok && ((cw.y >> r) & 1));
+                bm = lane == r ? b : bm;
+            }
+            return bm;
+        };
 
-        unsigned t = __shfl_sync(0xffffffffu, fetch(), 0);
+        unsigned t = CF::PW == 1 ? __shfl_sync(0xffffffffu, fetch(), 0) : blockIdx.x;
         int4 d = make_int4(0, 0, 0, 0);
         int rk = 0, re = 0;
         int2 c0 = make_int2(-1, 0), c1 = make_int2(-1, 0);
@@ -502,12 +553,12 @@ __global__ void __launch_bounds__(384, 1)
         }
         for (;;) {
             if (t >= total) {
-                if (lane == 0) open_stage(make_int4(0, 0, 0, SM_END), 0);
+                if (lane == 0 && gs % CF::PW == (uint32_t)warp) open_stage(gs, make_int4(0, 0, 0, SM_END), 0);
                 break;
             }
             const unsigned pend = fetch(); /* the next item's ticket, taken one item ahead */
-            /* look-ahead on the next item: its descriptor after this item's 2nd stage, its rows and first entries
-               after the 3rd (the rest after the last stage for shorter items) */
+            /* look-ahead on the next item: its descriptor after this warp's 2nd stage of the item, its rows and first
+               entries after the 3rd (the rest after the item's last stage for shorter items) */
             int la = 0;
             unsigned tn = 0;
             int4 nd = make_int4(0, 0, 0, 0);
@@ -515,7 +566,15 @@ __global__ void __launch_bounds__(384, 1)
             int2 nc0 = make_int2(-1, 0), nc1 = make_int2(-1, 0);
             auto look = [&]() {
                 if (la == 0) {
-                    tn = __shfl_sync(0xffffffffu, pend, 0);
+                    if (CF::PW == 1) {
+                        tn = __shfl_sync(0xffffffffu, pend, 0);
+                    } else {
+                        volatile unsigned *tk = tick + (items_seen & 1u);
+                        if (warp == 0 && lane == 0) *tk = pend;
+                        named_bar_sync(3, 32 * CF::PW);
+                        tn = *tk;
+                        ++items_seen;
+                    }
                     if (tn < total) nd = desc_of(tn);
                 } else {
                     if (tn < total) {
@@ -528,52 +587,63 @@ __global__ void __launch_bounds__(384, 1)
             };
             const int g = d.x, ntile = d.y, es = d.z, ul = d.w;
             const int n0 = ntile * CF::BN;
-            if (ul <= 0) { /* no blocks in the group: one empty stage, the epilogue writes alpha*0 (+ beta*C) */
-                if (lane == 0) open_stage(make_int4(g, ntile, 0, SM_LAST), 0);
-                if (++s == CF::STAGES) { s = 0; ph ^= 1; }
-            }
+            const uint32_t ns = ul > 0 ? (uint32_t)((ul + KC - 1) / KC) : 1u; /* the item's stages */
             int done = 0;
-            for (int e = 0; e < ul; e += KC) {
-                if (e > 0 && (e & 31) == 0) { /* next window of 32 entries; the one after is loaded ahead */
-                    c0 = c1;
-                    c1 = chunk(es, ul, e + 32);
+            if (ul <= 0) { /* no blocks in the group: one empty stage, the epilogue writes alpha*0 (+ beta*C) */
+                if (gs % CF::PW == (uint32_t)warp) {
+                    if (lane == 0) open_stage(gs, make_int4(g, ntile, 0, SM_LAST), 0);
+                    ++done;
                 }
-                int col[KC], blk[KC];
-                bool val[KC];
-                uint32_t masks = 0, bytes = 0;
-#pragma unroll
-                for (int j = 0; j < KC; ++j) {
-                    const int idx = (e + j) & 31;
-                    col[j] = __shfl_sync(0xffffffffu, c0.x, idx);
-                    const int m = __shfl_sync(0xffffffffu, c0.y, idx);
-                    const bool in = e + j < ul && (unsigned)col[j] < (unsigned)p.nb;
-                    const bool mine = in && lane < R && ((m >> lane) & 1);
-                    blk[j] = rk;
-                    val[j] = mine && rk < re;
-                    rk += mine ? 1 : 0;
-                    const uint32_t vm = __ballot_sync(0xffffffffu, val[j]) & (uint32_t)CF::RMASK;
-                    masks |= vm << (j * R);
-                    bytes += vm ? (uint32_t)CF::ENTRY_B_BYTES + (p.diag == 2 ? 0u : (uint32_t)__popc(vm) * (uint32_t)CF::BLK_BYTES) : 0u;
-                }
-                const bool last = e + KC >= ul;
-                if (lane == 0) open_stage(make_int4(g, ntile, p.diag == 1 ? 0 : (int)masks, last ? SM_LAST : 0), bytes);
-                __syncwarp(); /* the barrier is armed before any load can complete on it */
-                const uint32_t fb = full0 + 8 * s;
-                const uint32_t st = sbase + s * CF::STAGE_BYTES;
-#pragma unroll
-                for (int j = 0; j < KC; ++j) {
-                    const uint32_t vm = (masks >> (j * R)) & (uint32_t)CF::RMASK;
-                    if (lane == 0 && vm) {
-#pragma unroll
-                        for (int q = 0; q < 2; ++q)
-                            tma_load_2d(st + q * CF::SUB_BYTES + j * BS * 128, &tmB, fb, n0 + 64 * q, col[j] * BS);
+            } else {
+                /* the window c0 holds entries wb .. wb + 31, c1 the next 32; rkw is this lane's row cursor at wb */
+                int wb = 0, rkw = rk;
+                uint32_t bm = window_bits(c0);
+                for (uint32_t i = ((uint32_t)warp + CF::PW - gs % CF::PW) % CF::PW; i < ns; i += CF::PW) {
+                    const int e = (int)i * KC; /* KC divides 32: a stage's entries share a window */
+                    while (e >= wb + 32) {
+                        rkw += __popc(bm);
+                        wb += 32;
+                        c0 = c1;
+                        c1 = chunk(es, ul, wb + 32);
+                        bm = window_bits(c0);
                     }
-                    if (val[j] && p.diag != 2) tma_load_3d(st + CF::B_BYTES + (j * R + lane) * CF::BLK_BYTES, &tmA, fb, 0, 0, blk[j]);
+                    int col[KC], blk[KC];
+                    bool val[KC];
+                    uint32_t masks = 0, bytes = 0;
+#pragma unroll
+                    for (int j = 0; j < KC; ++j) {
+                        const int x = e + j - wb;
+                        col[j] = __shfl_sync(0xffffffffu, c0.x, x);
+                        blk[j] = rkw + __popc(bm & ((1u << x) - 1u));
+                        val[j] = ((bm >> x) & 1u) && blk[j] < re;
+                        const uint32_t vm = __ballot_sync(0xffffffffu, val[j]) & (uint32_t)CF::RMASK;
+                        masks |= vm << (j * R);
+                        bytes += vm ? (uint32_t)CF::ENTRY_B_BYTES + (p.diag == 2 ? 0u : (uint32_t)__popc(vm) * (uint32_t)CF::BLK_BYTES) : 0u;
+                        SPROF(pr_entries += e + j < ul ? 1 : 0; pr_blocks += __popc(vm);)
+                    }
+                    const bool last = i + 1 == ns;
+                    if (p.diag == 3) bytes = 0u;
+                    if (lane == 0)
+                        open_stage(gs + i, make_int4(g, ntile, p.diag == 1 || p.diag == 3 ? 0 : (int)masks, last ? SM_LAST : 0), bytes);
+                    __syncwarp(); /* the barrier is armed before any load can complete on it */
+                    const uint32_t slot = (gs + i) % (uint32_t)CF::STAGES;
+                    const uint32_t fb = full0 + 8 * slot;
+                    const uint32_t st = sbase + slot * CF::STAGE_BYTES;
+#pragma unroll
+                    for (int j = 0; j < KC; ++j) {
+                        const uint32_t vm = (masks >> (j * R)) & (uint32_t)CF::RMASK;
+                        if (lane == 0 && vm && p.diag != 3) {
+#pragma unroll
+                            for (int q = 0; q < 2; ++q)
+                                tma_load_2d(st + q * CF::SUB_BYTES + j * BS * 128, &tmB, fb, n0 + 64 * q, col[j] * BS);
+                        }
+                        if (val[j] && p.diag != 2 && p.diag != 3) tma_load_3d(st + CF::B_BYTES + (j * R + lane) * CF::BLK_BYTES, &tmA, fb, 0, 0, blk[j]);
+                    }
+                    ++done;
+                    if (la < 2 && done >= 2 + la) look();
                 }
-                if (++s == CF::STAGES) { s = 0; ph ^= 1; }
-                ++done;
-                if (la < 2 && done >= 2 + la) look();
             }
+            gs += ns;
             while (la < 2) look();
             t = tn;
             d = nd;
@@ -582,6 +652,11 @@ __global__ void __launch_bounds__(384, 1)
             c0 = nc0;
             c1 = nc1;
         }
+        SPROF(if (lane == 0 && warp == 0 && p.prof) {
+            long long *q = p.prof + (size_t)blockIdx.x * SMALL_PROF_N;
+            q[SP_P_TOTAL] = clock64() - pr_t0; q[SP_P_EMPTY] = pr_empty; q[SP_P_STAGES] = pr_stages;
+            q[SP_P_ENTRIES] = pr_entries; q[SP_P_BLOCKS] = pr_blocks;
+        })
     } else {
         /* ------------------------------------------------------------ consumers */
         setmaxnreg_inc<SMALL_CONSUMER_REGS>();
@@ -594,7 +669,14 @@ __global__ void __launch_bounds__(384, 1)
         const int lrow = (lane & 7) + 8 * ((lane >> 4) & 1);
         const uint32_t lchunk = (uint32_t)((2 * warp + ((lane >> 3) & 1)) ^ (lane & 7));
         const uint32_t lofs = (uint32_t)lrow * 128u + (lchunk << 4) + (uint32_t)c * CF::SUB_BYTES;
-        auto wait_full = [&]() { mbar_wait(full0 + 8 * s, ph); };
+        SPROF(long long cw = 0, cm = 0, ce = 0, cst = 0, cwd = 0, lw = 0, lall = 0, cit = 0; const long long ct0 = clock64();)
+        auto wait_full = [&]() {
+            SPROF(const long long w0 = clock64();)
+            mbar_wait(full0 + 8 * s, ph);
+            SPROF(const long long w1 = clock64(); cw += w1 - w0; ++cst;
+                  const long long lat = (long long)(unsigned)((unsigned)clock() - (unsigned)meta[2 * s + 1].z); lall += lat;
+                  if (w1 - w0 > 100) { ++cwd; lw += lat; })
+        };
         auto release = [&](uint32_t slot) { /* one arrival per warp (the lane that read the record) */
             __syncwarp();
             if (lane == 0) mbar_arrive(empty0 + 8 * slot);
@@ -603,8 +685,8 @@ __global__ void __launch_bounds__(384, 1)
         auto read_mf = [&](int &masks, int &fl) {
             int mz = 0, mw = 0;
             if (lane == 0) {
-                mz = meta[s].z;
-                mw = meta[s].w;
+                mz = meta[2 * s].z;
+                mw = meta[2 * s].w;
             }
             masks = __shfl_sync(0xffffffffu, mz, 0);
             fl = __shfl_sync(0xffffffffu, mw, 0);
@@ -659,8 +741,9 @@ __global__ void __launch_bounds__(384, 1)
         const int tw = threadIdx.x & 127;
         for (;;) {
             wait_full();
-            const int4 m = stage_record_read(&meta[s], lane);
+            const int4 m = stage_record_read(&meta[2 * s], lane);
             if (m.w & SM_END) break;
+            SPROF(++cit;)
             const int g = m.x, ntile = m.y;
 #pragma unroll
             for (int r = 0; r < R; ++r)
@@ -676,9 +759,11 @@ __global__ void __launch_bounds__(384, 1)
                    for its own wgmmas each stage (a group per stage, empty when no row has the column) */
                 uint32_t prev = 0xffffffffu;
                 for (;;) {
+                    SPROF(const long long m0 = clock64();)
                     if (masks) issue(masks);
                     wgmma_commit();
                     wgmma_wait<1>();
+                    SPROF(cm += clock64() - m0;)
                     if (prev != 0xffffffffu) release(prev);
                     prev = s;
                     if (++s == CF::STAGES) { s = 0; ph ^= 1; }
@@ -709,6 +794,7 @@ __global__ void __launch_bounds__(384, 1)
             /* epilogue: EPR block rows (STG_ROWS C rows) per pass through the staging buffer; the passes are unrolled
                at compile time (static_for) so that every accumulator index is a constant (else they go to local
                memory) */
+            SPROF(const long long e0 = clock64();)
             const int64_t grow0 = (int64_t)g * R * BS;
             const int col0 = ntile * CF::BN + 64 * c;
             const int mrow = 16 * warp + (lane >> 2);
@@ -733,7 +819,13 @@ __global__ void __launch_bounds__(384, 1)
                 small_store_rows<CT, CF::PITCH, CF::STG_ROWS>(stg, (char *)p.C, p.ldc, grow0 + (int64_t)P * CF::STG_ROWS,
                                                               col0, p.M, p.N, p.alpha, p.beta, tw);
             });
+            SPROF(ce += clock64() - e0;)
         }
+        SPROF(if (c == 0 && warp == 0 && lane == 0 && p.prof) {
+            long long *q = p.prof + (size_t)blockIdx.x * SMALL_PROF_N;
+            q[SP_C_TOTAL] = clock64() - ct0; q[SP_C_WAIT] = cw; q[SP_C_MMA] = cm; q[SP_C_EPI] = ce; q[SP_C_STAGES] = cst;
+            q[SP_C_WAITED] = cwd; q[SP_LAT_WAITED] = lw; q[SP_LAT_ALL] = lall; q[SP_C_ITEMS] = cit;
+        })
     }
 }
 

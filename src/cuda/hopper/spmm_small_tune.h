@@ -8,14 +8,17 @@ extern "C" {
 #endif
 struct bsk_hopper_small_tune_s {
     int variant;   /* 0 default; 1: the other stage shape (BS 32: 1 block column per stage, 7 stages; BS 16: 1
-                      column, 14 stages); 2: Bᵀ through registers, wait_group 0 (run 1); -1: decline (the
-                      portable path runs). 1 and 2 exist for fp16 input only (bf16 runs the default)            */
+                      column, 14 stages); 2: Bᵀ through registers, wait_group 0 (run 1); 3 / 4: one / two
+                      producer warps (default four; session 8); -1: decline (the portable path runs). 1-4 exist
+                      for fp16 input only (bf16 runs the default)                                              */
     int force;     /* 1: take every case the kernel can do, ignoring the density crossover to the portable kernel */
     int band_mb;   /* L2 budget in MB for the A blocks of one band of row groups (default 16)                  */
     int max_ctas;  /* cap on the persistent grid (default: one CTA per SM)                                     */
     int no_pdl;    /* 1: launch the main kernel without programmatic dependent launch                          */
     int prep_only; /* 1: run the two prep kernels only (timing); C is not written                              */
-    int diag;      /* experiments, results wrong: 1 consumers idle (the load pipeline alone), 2 no A-block loads  */
+    int diag;      /* experiments, results wrong: 1 consumers idle (the load pipeline alone), 2 no A-block loads,
+                      3 no loads and consumers idle (the barrier / instruction pipeline alone)                 */
+    void *prof;    /* -DBSK_SMALL_PROF builds: device buffer of 16 long long per CTA (cycle counters), or NULL */
     int out_grid;  /* written by the launcher: the grid it launched                                            */
     int out_items; /* written by the launcher: row groups x N tiles                                            */
 };

@@ -1,0 +1,216 @@
+/* small_probe.c — device probe for the small-block Hopper SpMM (b = 32 / 16, spmm_small_*): cuBLAS dense vs bsk_spmm
+   at M = N = K (default 8192), fp16 in / out, uniform pattern, with the kernel's knobs (variant, diag, max_ctas).
+   Timing: CUDA events around one call, 3 warm-ups, median of ITERS, L2 flushed (256 MB memset) before each timed
+   call. Each variant's result (diag 0) is checked against cuBLAS on the densified A at full size. With --prof (a
+   -DBSK_SMALL_PROF build) one more call prints the kernel's cycle counters summed over the CTAs.
+   Sets: --cross (the default vs the portable kernel at low densities, and 2048^3), --ab (variants 3 / 0 / 4 / 1 / 2
+   alternated, b 32 and 16, d .1 .25 .5), --diag (consumers idle / no loads), --small2048 (2048^3 b32 variants).
+   Built and run by bench/small_probe.sh on the device machine. Helpers: bench/probe_util.h. */
+#include "probe_util.h"
+
+#include "cuda/hopper/spmm_small_tune.h"
+
+static int64_t S_ = 8192;
+static int ITERS = 20;
+static void *flush_buf;
+static const size_t FLUSH = 256u << 20;
+static cudaEvent_t ev0, ev1;
+static double time_it(probe_fn f, void *arg) { return probe_time(f, arg, ITERS, flush_buf, FLUSH, ev0, ev1); }
+
+typedef struct {
+    cublasHandle_t h;
+    void *A, *B, *C;
+    cudaDataType ct;
+} gemm_arg;
+static void run_gemm(void *p)
+{
+    gemm_arg *g = (gemm_arg *)p;
+    const float one = 1.0f, zero = 0.0f;
+    CB(cublasGemmEx(g->h, CUBLAS_OP_N, CUBLAS_OP_N, (int)S_, (int)S_, (int)S_, &one, g->B, CUDA_R_16F, (int)S_, g->A,
+                    CUDA_R_16F, (int)S_, &zero, g->C, g->ct, (int)S_, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+}
+
+/* SP_* indices of spmm_small_kernel.cuh */
+enum { P_TOTAL, P_EMPTY, P_STAGES, P_ENTRIES, P_BLOCKS, C_TOTAL, C_WAIT, C_MMA, C_EPI, C_STAGES, C_WAITED, LAT_WAITED,
+       LAT_ALL, C_ITEMS };
+static void print_prof(probe_spmm_arg *sa, char *out, size_t cap)
+{
+    double t[16];
+    probe_counter_sums(probe_run_spmm, sa, &bsk__hopper_small_tune.prof, t);
+    const double st = t[P_STAGES] > 0 ? t[P_STAGES] : 1, cs = t[C_STAGES] > 0 ? t[C_STAGES] : 1;
+    snprintf(out, cap,
+             "prof: entries/stage %.2f blocks/entry %.2f | cyc/stage: producer %.0f (empty-wait %.0f) consumer0 %.0f "
+             "(full-wait %.0f, mma %.0f) | epi/item %.0f | issue->seen latency %.0f (when waited: %.0f, %.0f%% of stages)",
+             t[P_ENTRIES] / st, t[P_ENTRIES] > 0 ? t[P_BLOCKS] / t[P_ENTRIES] : 0, t[P_TOTAL] / st, t[P_EMPTY] / st,
+             t[C_TOTAL] / cs, t[C_WAIT] / cs, t[C_MMA] / cs, t[C_ITEMS] > 0 ? t[C_EPI] / t[C_ITEMS] : 0, t[LAT_ALL] / cs,
+             t[C_WAITED] > 0 ? t[LAT_WAITED] / t[C_WAITED] : 0, 100 * t[C_WAITED] / cs);
+}
+
+typedef struct {
+    int b;
+    double d;
+    int v, diag, maxc;
+    int64_t size;
+} cfg;
+
+int main(int argc, char **argv)
+{
+    int ab = 0, diag = 0, prof = 0, s2048 = 0, cross = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--ab")) ab = 1;
+        else if (!strcmp(argv[i], "--diag")) diag = 1;
+        else if (!strcmp(argv[i], "--prof")) prof = 1;
+        else if (!strcmp(argv[i], "--small2048")) s2048 = 1;
+        else if (!strcmp(argv[i], "--cross")) cross = 1; /* the default vs the portable kernel (variant -1) */
+        else if (!strcmp(argv[i], "--iters") && i + 1 < argc) ITERS = atoi(argv[++i]);
+    }
+    if (ITERS < 1 || ITERS > 256) ITERS = 20;
+    bsk_device_info info;
+    CS(bsk_device_query(&info));
+    printf("device: %s, %d SMs; median of %d, L2 flushed\n", info.name, info.multiprocessors, ITERS);
+    CK(cudaMalloc(&flush_buf, FLUSH));
+    CK(cudaEventCreate(&ev0));
+    CK(cudaEventCreate(&ev1));
+    cublasHandle_t h;
+    CB(cublasCreate(&h));
+    bsk_context *ctx;
+    CS(bsk_create(&ctx, BSK_BACKEND_CUDA));
+    const size_t nn = (size_t)(S_ * S_);
+    uint16_t *hbuf = (uint16_t *)malloc(nn * 2), *hC = (uint16_t *)malloc(nn * 2);
+    float *hR = (float *)malloc(nn * 4);
+    void *dA, *dB, *dC, *dR;
+    CK(cudaMalloc(&dA, nn * 2));
+    CK(cudaMalloc(&dB, nn * 2));
+    CK(cudaMalloc(&dC, nn * 2));
+    CK(cudaMalloc(&dR, nn * 4));
+    probe_fill_rand16(hbuf, nn, 0);
+    CK(cudaMemcpy(dB, hbuf, nn * 2, cudaMemcpyHostToDevice));
+    double dense[2] = {0, 0};
+    for (int q = 0; q < 2; q++) {
+        S_ = q ? 2048 : 8192;
+        probe_fill_rand16(hbuf, (size_t)(S_ * S_), 0);
+        CK(cudaMemcpy(dA, hbuf, (size_t)(S_ * S_) * 2, cudaMemcpyHostToDevice));
+        gemm_arg g = {h, dA, dB, dC, CUDA_R_16F};
+        double ms = time_it(run_gemm, &g);
+        dense[q] = 2.0 * S_ * S_ * S_ / (ms * 1e-3) * 1e-12;
+        printf("cuBLAS fp16 %lld^3: %.3f ms %.1f TFLOPS\n", (long long)S_, ms, dense[q]);
+    }
+
+    cfg cs[200];
+    int nc = 0;
+#define ADD(...) (cs[nc++] = (cfg){__VA_ARGS__})
+    const double ds[3] = {0.10, 0.25, 0.50};
+    if (diag) {
+        for (int bi = 0; bi < 2; bi++) {
+            const int b = bi ? 16 : 32;
+            for (int dg = 0; dg < 4; dg++) {
+                if (dg == 2) continue;
+                ADD(.b = b, .d = 0.10, .v = 3, .diag = dg, .size = 8192);
+                ADD(.b = b, .d = 0.10, .v = 0, .diag = dg, .size = 8192);
+            }
+            ADD(.b = b, .d = 0.50, .v = 3, .size = 8192);
+            ADD(.b = b, .d = 0.50, .v = 0, .size = 8192);
+            ADD(.b = b, .d = 0.50, .v = 0, .diag = 1, .size = 8192);
+        }
+        ADD(.b = 32, .d = 0.25, .v = 3, .maxc = 66, .size = 8192);
+        ADD(.b = 32, .d = 0.25, .v = 0, .maxc = 66, .size = 8192);
+    }
+    if (cross) { /* where the portable kernel (v -1) overtakes the default, alternated -1 0 0 -1 */
+        const double c32[4] = {0.04, 0.06, 0.08, 0.10}, c16[4] = {0.10, 0.13, 0.16, 0.20};
+        for (int bi = 0; bi < 2; bi++)
+            for (int di = 0; di < 4; di++)
+                for (int k = 0; k < 4; k++)
+                    ADD(.b = bi ? 16 : 32, .d = bi ? c16[di] : c32[di], .v = k == 0 || k == 3 ? -1 : 0, .size = 8192);
+        for (int di = 0; di < 3; di++) /* 2048^3 b32: 128 items, the small-shape rule's side */
+            for (int k = 0; k < 4; k++) ADD(.b = 32, .d = ds[di], .v = k == 0 || k == 3 ? -1 : 0, .size = 2048);
+    }
+    const int order[10] = {3, 0, 4, 1, 2, 2, 1, 4, 0, 3}; /* alternated: 0 default (4 producer warps), 3 / 4 one / two */
+    if (ab) {
+        for (int bi = 0; bi < 2; bi++)
+            for (int di = 0; di < 3; di++)
+                for (int k = 0; k < 10; k++) ADD(.b = bi ? 16 : 32, .d = ds[di], .v = order[k], .size = 8192);
+    }
+    if (s2048) {
+        for (int di = 0; di < 3; di++)
+            for (int k = 0; k < 10; k++) ADD(.b = 32, .d = ds[di], .v = order[k], .size = 2048);
+    }
+#undef ADD
+    char table[200][400];
+    int nt = 0;
+    bsk_bsr hA, A;
+    int have = 0, hb = 0;
+    double hd = 0;
+    int64_t hs = 0;
+    for (int ci = 0; ci < nc; ci++) {
+        const cfg c = cs[ci];
+        S_ = c.size;
+        const size_t n2 = (size_t)(S_ * S_);
+        if (!have || hb != c.b || hd != c.d || hs != c.size) { /* one pattern per (b, d, size): variants share it */
+            if (have) {
+                bsk_bsr_free(&A);
+                bsk_bsr_free(&hA);
+            }
+            CS(bsk_bsr_random(S_, S_, c.b, c.b, c.d, BSK_PATTERN_UNIFORM, 4242 + (uint64_t)(c.b * 10 + c.d * 100 + c.size),
+                              BSK_F16, &hA));
+            CS(bsk_bsr_clone(&hA, BSK_MEM_DEVICE, &A));
+            have = 1, hb = c.b, hd = c.d, hs = c.size;
+            /* the reference: cuBLAS on the densified A, fp32 out */
+            bsk_dense hD = {S_, S_, S_, BSK_F16, BSK_MEM_HOST, hbuf};
+            CS(bsk_bsr_to_dense(&hA, &hD));
+            CK(cudaMemcpy(dA, hbuf, n2 * 2, cudaMemcpyHostToDevice));
+            gemm_arg g = {h, dA, dB, dR, CUDA_R_32F};
+            run_gemm(&g);
+            CK(cudaDeviceSynchronize());
+            CK(cudaMemcpy(hR, dR, n2 * 4, cudaMemcpyDeviceToHost));
+        }
+        bsk__hopper_small_tune.force = 1;
+        bsk__hopper_small_tune.variant = c.v;
+        bsk__hopper_small_tune.diag = c.diag;
+        bsk__hopper_small_tune.max_ctas = c.maxc;
+        bsk_dense B = {S_, S_, S_, BSK_F16, BSK_MEM_DEVICE, dB}, C = {S_, S_, S_, BSK_F16, BSK_MEM_DEVICE, dC};
+        probe_spmm_arg sa = {ctx, &A, &B, &C};
+        double err = -1;
+        CK(cudaMemset(dC, 0xff, n2 * 2)); /* NaN poison */
+        probe_run_spmm(&sa);
+        CS(bsk_synchronize(ctx));
+        const char *kern = bsk_last_kernel(ctx);
+        if (!c.diag) {
+            CK(cudaMemcpy(hC, dC, n2 * 2, cudaMemcpyDeviceToHost));
+            double num = 0, den = 0;
+            for (size_t i = 0; i < n2; i++) {
+                const double got = probe_h2f(hC[i]), r = hR[i];
+                num += (got - r) * (got - r);
+                den += r * r;
+            }
+            err = den > 0 ? sqrt(num / den) : sqrt(num);
+            if (!(err < 5e-3)) printf("WRONG RESULT: b %d d %.2f v %d rel err %.3e\n", c.b, c.d, c.v, err);
+        }
+        const double ms = time_it(probe_run_spmm, &sa);
+        const double tf = 2.0 * (double)A.nnzb * c.b * c.b * (double)S_ / (ms * 1e-3) * 1e-12;
+        snprintf(table[nt], 200, "%5lld %3d %5.3f v%d diag %d ctas %3d | %8.3f ms %7.1f TFLOPS E %.3f err %9.2e %s",
+                 (long long)S_, c.b, c.d, c.v, c.diag, c.maxc ? c.maxc : bsk__hopper_small_tune.out_grid, ms, tf,
+                 tf / dense[S_ == 2048], err, kern);
+        printf("%s\n", table[nt]);
+        if (prof) {
+            char pl[300];
+            print_prof(&sa, pl, sizeof pl);
+            printf("      %s\n", pl);
+            strncat(table[nt], "\n      ", sizeof table[0] - strlen(table[nt]) - 1);
+            strncat(table[nt], pl, sizeof table[0] - strlen(table[nt]) - 1);
+        }
+        nt++;
+        fflush(stdout);
+        bsk__hopper_small_tune.diag = 0;
+        bsk__hopper_small_tune.max_ctas = 0;
+        bsk__hopper_small_tune.variant = 0;
+    }
+    if (have) {
+        bsk_bsr_free(&A);
+        bsk_bsr_free(&hA);
+    }
+    printf("\n== summary (cuBLAS fp16 8192^3 %.1f, 2048^3 %.1f TFLOPS; %s)\n", dense[0], dense[1], info.name);
+    for (int i = 0; i < nt; i++) printf("%s\n", table[i]);
+    bsk_destroy(ctx);
+    cublasDestroy(h);
+    return 0;
+}
