@@ -15,30 +15,7 @@
 
 #include "cuda/hopper/tune.h"
 
-#define CK(x)                                                                                   \
-    do {                                                                                        \
-        cudaError_t e_ = (x);                                                                   \
-        if (e_ != cudaSuccess) {                                                                \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-            exit(1);                                                                            \
-        }                                                                                       \
-    } while (0)
-#define CB(x)                                                                                   \
-    do {                                                                                        \
-        cublasStatus_t e_ = (x);                                                                \
-        if (e_ != CUBLAS_STATUS_SUCCESS) {                                                      \
-            fprintf(stderr, "%s:%d: %s: cublas %d\n", __FILE__, __LINE__, #x, (int)e_);         \
-            exit(1);                                                                            \
-        }                                                                                       \
-    } while (0)
-#define CS(x)                                                                                   \
-    do {                                                                                        \
-        bsk_status e_ = (x);                                                                    \
-        if (e_ != BSK_SUCCESS) {                                                                \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, bsk_status_string(e_)); \
-            exit(1);                                                                            \
-        }                                                                                       \
-    } while (0)
+#include "probe_util.h" /* CK / CB / CS, fp16 / bf16 conversions, the seeded random fill */
 
 static int64_t M_ = 8192, N_ = 8192, K_ = 8192;
 static int ITERS = 20;
@@ -47,12 +24,6 @@ static const size_t FLUSH = 256u << 20;
 static cudaEvent_t ev0, ev1;
 
 typedef void (*run_fn)(void *);
-
-static int cmpf(const void *a, const void *b)
-{
-    float x = *(const float *)a, y = *(const float *)b;
-    return x < y ? -1 : x > y;
-}
 
 /* median ms of ITERS timed calls, each after an L2 flush; min in *mn */
 static double time_it(run_fn f, void *arg, double *mn)
@@ -69,75 +40,9 @@ static double time_it(run_fn f, void *arg, double *mn)
         CK(cudaGetLastError());
         CK(cudaEventElapsedTime(&t[i], ev0, ev1));
     }
-    qsort(t, (size_t)ITERS, sizeof t[0], cmpf);
+    const double med = probe_median(t, ITERS); /* sorts t */
     if (mn) *mn = t[0];
-    return ITERS % 2 ? t[ITERS / 2] : 0.5 * (t[ITERS / 2 - 1] + t[ITERS / 2]);
-}
-
-/* ---- host fills */
-static uint64_t rng_s = 0x1234567ull;
-static uint64_t rnext(void)
-{
-    uint64_t z = (rng_s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-static uint16_t f2h(float f) /* round to nearest even, finite inputs in [-1, 1] */
-{
-    uint32_t x;
-    memcpy(&x, &f, 4);
-    uint32_t sign = (x >> 16) & 0x8000u;
-    int e = (int)((x >> 23) & 0xff) - 127 + 15;
-    uint32_t m = x & 0x7fffffu;
-    if (e <= 0) {
-        if (e < -10) return (uint16_t)sign;
-        m |= 0x800000u;
-        uint32_t sh = (uint32_t)(14 - e), hm = m >> sh, rem = m & ((1u << sh) - 1), half = 1u << (sh - 1);
-        if (rem > half || (rem == half && (hm & 1))) hm++;
-        return (uint16_t)(sign | hm);
-    }
-    uint32_t hm = m >> 13, rem = m & 0x1fffu;
-    uint32_t h = sign | ((uint32_t)e << 10) | hm;
-    if (rem > 0x1000u || (rem == 0x1000u && (hm & 1))) h++;
-    return (uint16_t)h;
-}
-static uint16_t f2bf(float f)
-{
-    uint32_t x;
-    memcpy(&x, &f, 4);
-    x += 0x7fffu + ((x >> 16) & 1u);
-    return (uint16_t)(x >> 16);
-}
-static float h2f(uint16_t h)
-{
-    uint32_t s = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1f, m = h & 0x3ff, x;
-    if (e == 0) {
-        if (!m) x = s;
-        else {
-            e = 127 - 15 + 1;
-            while (!(m & 0x400)) { m <<= 1; e--; }
-            x = s | (e << 23) | ((m & 0x3ff) << 13);
-        }
-    } else if (e == 31) x = s | 0x7f800000u | (m << 13);
-    else x = s | ((e + 127 - 15) << 23) | (m << 13);
-    float f;
-    memcpy(&f, &x, 4);
-    return f;
-}
-static float bf2f(uint16_t h)
-{
-    uint32_t x = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &x, 4);
-    return f;
-}
-static void fill_rand16(uint16_t *p, size_t n, int bf)
-{
-    for (size_t i = 0; i < n; i++) {
-        float v = (float)((double)(rnext() >> 11) * (1.0 / 9007199254740992.0) * 2.0 - 1.0);
-        p[i] = bf ? f2bf(v) : f2h(v);
-    }
+    return med;
 }
 
 /* ---- the runs */
@@ -292,14 +197,14 @@ int main(int argc, char **argv)
     CK(cudaMalloc(&dC, nMN * 4));
     CK(cudaMalloc(&dRef, nMN * 4));
     for (int bf = 0; bf < 2; bf++) {
-        fill_rand16(hbuf, nKN, bf);
+        probe_fill_rand16(hbuf, nKN, bf);
         CK(cudaMemcpy(dB[bf], hbuf, nKN * 2, cudaMemcpyHostToDevice));
     }
 
     /* cuBLAS dense baselines on random dense A, C in the input dtype (and fp32 for --cf32) */
     double dense_tf[2] = {1, 1}, dense_tf32 = 0;
     if (ncu) { /* the dense product once, for the profiler */
-        fill_rand16(hbuf, nAK, 0);
+        probe_fill_rand16(hbuf, nAK, 0);
         CK(cudaMemcpy(dA, hbuf, nAK * 2, cudaMemcpyHostToDevice));
         gemm_arg g = {h, CUDA_R_16F, CUDA_R_16F, dA, dB[0], dC, CUBLAS_COMPUTE_32F};
         run_gemm(&g);
@@ -307,7 +212,7 @@ int main(int argc, char **argv)
         printf("ncu: cuBLAS fp16 dense\n");
     }
     for (int bf = 0; bf < 2 && !ncu; bf++) {
-        fill_rand16(hbuf, nAK, bf);
+        probe_fill_rand16(hbuf, nAK, bf);
         CK(cudaMemcpy(dA, hbuf, nAK * 2, cudaMemcpyHostToDevice));
         gemm_arg g = {h, bf ? CUDA_R_16BF : CUDA_R_16F, bf ? CUDA_R_16BF : CUDA_R_16F, dA, dB[bf], dC,
                       CUBLAS_COMPUTE_32F};
@@ -558,7 +463,7 @@ int main(int argc, char **argv)
             shp[1] = N_;
             shp[2] = K_;
             for (int bf = 0; bf < 2; bf++) {
-                fill_rand16(hbuf, (size_t)(M_ * K_), bf);
+                probe_fill_rand16(hbuf, (size_t)(M_ * K_), bf);
                 CK(cudaMemcpy(dA, hbuf, (size_t)(M_ * K_) * 2, cudaMemcpyHostToDevice));
                 gemm_arg g = {h, bf ? CUDA_R_16BF : CUDA_R_16F, bf ? CUDA_R_16BF : CUDA_R_16F, dA, dB[bf], dC,
                               CUBLAS_COMPUTE_32F};
@@ -621,7 +526,7 @@ int main(int argc, char **argv)
         CK(cudaMemcpy(hC16, dC, cMN * (c.c32 ? 4 : 2), cudaMemcpyDeviceToHost));
         double num = 0, den = 0;
         for (size_t i = 0; i < cMN; i++) {
-            double got = c.c32 ? (double)((float *)hC16)[i] : (double)(c.bf ? bf2f(hC16[i]) : h2f(hC16[i]));
+            double got = c.c32 ? (double)((float *)hC16)[i] : (double)(c.bf ? probe_bf2f(hC16[i]) : probe_h2f(hC16[i]));
             double r = hC32[i];
             num += (got - r) * (got - r);
             den += r * r;

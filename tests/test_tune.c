@@ -323,7 +323,7 @@ BSK_TEST(gpu_tune_spmm)
     bsk_destroy(ctx);
 }
 
-/* A table entry for the small-block kernel below its default density crossover (b32: 0.09): bsk_spmm runs it
+/* A table entry for the small-block kernel below its default density crossover (b32: 0.07): bsk_spmm runs it
    (not the portable kernel the default picks) and is right. */
 BSK_TEST(gpu_tune_forced_family)
 {
