@@ -23,27 +23,10 @@ static void *flush_buf;
 static const size_t FLUSH = 256u << 20;
 static cudaEvent_t ev0, ev1;
 
-typedef void (*run_fn)(void *);
+typedef probe_fn run_fn;
 
 /* median ms of ITERS timed calls, each after an L2 flush; min in *mn */
-static double time_it(run_fn f, void *arg, double *mn)
-{
-    float t[256];
-    for (int i = 0; i < 3; i++) f(arg);
-    CK(cudaDeviceSynchronize());
-    for (int i = 0; i < ITERS; i++) {
-        CK(cudaMemsetAsync(flush_buf, i & 0xff, FLUSH, 0));
-        CK(cudaEventRecord(ev0, 0));
-        f(arg);
-        CK(cudaEventRecord(ev1, 0));
-        CK(cudaEventSynchronize(ev1));
-        CK(cudaGetLastError());
-        CK(cudaEventElapsedTime(&t[i], ev0, ev1));
-    }
-    const double med = probe_median(t, ITERS); /* sorts t */
-    if (mn) *mn = t[0];
-    return med;
-}
+static double time_it(run_fn f, void *arg, double *mn) { return probe_time(f, arg, ITERS, flush_buf, FLUSH, ev0, ev1, mn); }
 
 /* ---- the runs */
 typedef struct {

@@ -52,10 +52,10 @@ static inline double probe_median(float *t, int n)
 
 static uint64_t probe_rng_state = 0x1234567ull;
 /* median ms of `iters` timed calls of f(arg) (CUDA events on the default stream), each after `flush_bytes` of memset
-   over `flush` (outside the events: L2 cold), after 3 untimed warm-up calls */
+   over `flush` (outside the events: L2 cold), after 3 untimed warm-up calls; the fastest in *mn unless NULL */
 typedef void (*probe_fn)(void *);
 static inline double probe_time(probe_fn f, void *arg, int iters, void *flush, size_t flush_bytes, cudaEvent_t e0,
-                                cudaEvent_t e1)
+                                cudaEvent_t e1, double *mn)
 {
     float t[256];
     if (iters > 256) iters = 256;
@@ -70,7 +70,9 @@ static inline double probe_time(probe_fn f, void *arg, int iters, void *flush, s
         CK(cudaGetLastError());
         CK(cudaEventElapsedTime(&t[i], e0, e1));
     }
-    return probe_median(t, iters);
+    const double med = probe_median(t, iters); /* sorts t */
+    if (mn) *mn = t[0];
+    return med;
 }
 
 /* C = A·B (op N, alpha 1, beta 0) through the public API: the timed call of a probe */

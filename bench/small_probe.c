@@ -15,7 +15,7 @@ static int ITERS = 20;
 static void *flush_buf;
 static const size_t FLUSH = 256u << 20;
 static cudaEvent_t ev0, ev1;
-static double time_it(probe_fn f, void *arg) { return probe_time(f, arg, ITERS, flush_buf, FLUSH, ev0, ev1); }
+static double time_it(probe_fn f, void *arg) { return probe_time(f, arg, ITERS, flush_buf, FLUSH, ev0, ev1, NULL); }
 
 typedef struct {
     cublasHandle_t h;
