@@ -30,21 +30,6 @@ static double time_it(run_fn f, void *arg, double *mn) { return probe_time(f, ar
 
 /* ---- the runs */
 typedef struct {
-    cublasHandle_t h;
-    cudaDataType dt, ct;
-    void *A, *B, *C;
-    cublasComputeType_t comp;
-} gemm_arg;
-static void run_gemm(void *p)
-{
-    gemm_arg *g = (gemm_arg *)p;
-    const float one = 1.0f, zero = 0.0f;
-    /* row-major C = A B  <=>  column-major C^T = B^T A^T */
-    CB(cublasGemmEx(g->h, CUBLAS_OP_N, CUBLAS_OP_N, (int)N_, (int)M_, (int)K_, &one, g->B, g->dt, (int)N_, g->A, g->dt,
-                    (int)K_, &zero, g->C, g->ct, (int)N_, g->comp, CUBLAS_GEMM_DEFAULT));
-}
-
-typedef struct {
     bsk_context *ctx;
     bsk_bsr *A;
     bsk_dense *B, *C;
@@ -189,23 +174,22 @@ int main(int argc, char **argv)
     if (ncu) { /* the dense product once, for the profiler */
         probe_fill_rand16(hbuf, nAK, 0);
         CK(cudaMemcpy(dA, hbuf, nAK * 2, cudaMemcpyHostToDevice));
-        gemm_arg g = {h, CUDA_R_16F, CUDA_R_16F, dA, dB[0], dC, CUBLAS_COMPUTE_32F};
-        run_gemm(&g);
+        probe_gemm_arg g = {h, M_, N_, K_, CUDA_R_16F, CUDA_R_16F, dA, dB[0], dC};
+        probe_run_gemm(&g);
         CK(cudaDeviceSynchronize());
         printf("ncu: cuBLAS fp16 dense\n");
     }
     for (int bf = 0; bf < 2 && !ncu; bf++) {
         probe_fill_rand16(hbuf, nAK, bf);
         CK(cudaMemcpy(dA, hbuf, nAK * 2, cudaMemcpyHostToDevice));
-        gemm_arg g = {h, bf ? CUDA_R_16BF : CUDA_R_16F, bf ? CUDA_R_16BF : CUDA_R_16F, dA, dB[bf], dC,
-                      CUBLAS_COMPUTE_32F};
-        double mn, ms = time_it(run_gemm, &g, &mn);
+        probe_gemm_arg g = {h, M_, N_, K_, bf ? CUDA_R_16BF : CUDA_R_16F, bf ? CUDA_R_16BF : CUDA_R_16F, dA, dB[bf], dC};
+        double mn, ms = time_it(probe_run_gemm, &g, &mn);
         dense_tf[bf] = 2.0 * M_ * N_ * K_ / (ms * 1e-3) * 1e-12;
         printf("cuBLAS GemmEx %s->%s dense: %.3f ms (min %.3f)  %.1f TFLOPS\n", bf ? "bf16" : "fp16", bf ? "bf16" : "fp16",
                ms, mn, dense_tf[bf]);
         if (cf32 && !bf) {
             g.ct = CUDA_R_32F;
-            ms = time_it(run_gemm, &g, &mn);
+            ms = time_it(probe_run_gemm, &g, &mn);
             dense_tf32 = 2.0 * M_ * N_ * K_ / (ms * 1e-3) * 1e-12;
             printf("cuBLAS GemmEx fp16->fp32 dense: %.3f ms  %.1f TFLOPS\n", ms, dense_tf32);
         }
@@ -448,9 +432,9 @@ int main(int argc, char **argv)
             for (int bf = 0; bf < 2; bf++) {
                 probe_fill_rand16(hbuf, (size_t)(M_ * K_), bf);
                 CK(cudaMemcpy(dA, hbuf, (size_t)(M_ * K_) * 2, cudaMemcpyHostToDevice));
-                gemm_arg g = {h, bf ? CUDA_R_16BF : CUDA_R_16F, bf ? CUDA_R_16BF : CUDA_R_16F, dA, dB[bf], dC,
-                              CUBLAS_COMPUTE_32F};
-                double mn, ms = time_it(run_gemm, &g, &mn);
+                probe_gemm_arg g = {h, M_, N_, K_, bf ? CUDA_R_16BF : CUDA_R_16F, bf ? CUDA_R_16BF : CUDA_R_16F, dA,
+                                     dB[bf], dC};
+                double mn, ms = time_it(probe_run_gemm, &g, &mn);
                 shp_tf[bf] = c.m ? 2.0 * M_ * N_ * K_ / (ms * 1e-3) * 1e-12 : dense_tf[bf];
                 printf("cuBLAS GemmEx %s dense %lldx%lldx%lld: %.3f ms  %.1f TFLOPS\n", bf ? "bf16" : "fp16",
                        (long long)M_, (long long)N_, (long long)K_, ms, shp_tf[bf]);
@@ -502,8 +486,8 @@ int main(int argc, char **argv)
         bsk_dense hD = {M_, K_, K_, dt, BSK_MEM_HOST, hbuf};
         CS(bsk_bsr_to_dense(&hA, &hD));
         CK(cudaMemcpy(dA, hbuf, cAK * 2, cudaMemcpyHostToDevice));
-        gemm_arg g = {h, c.bf ? CUDA_R_16BF : CUDA_R_16F, CUDA_R_32F, dA, dB[c.bf], dRef, CUBLAS_COMPUTE_32F};
-        run_gemm(&g);
+        probe_gemm_arg g = {h, M_, N_, K_, c.bf ? CUDA_R_16BF : CUDA_R_16F, CUDA_R_32F, dA, dB[c.bf], dRef};
+        probe_run_gemm(&g);
         CK(cudaDeviceSynchronize());
         CK(cudaMemcpy(hC32, dRef, cMN * 4, cudaMemcpyDeviceToHost));
         CK(cudaMemcpy(hC16, dC, cMN * (c.c32 ? 4 : 2), cudaMemcpyDeviceToHost));

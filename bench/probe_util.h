@@ -75,6 +75,22 @@ static inline double probe_time(probe_fn f, void *arg, int iters, void *flush, s
     return med;
 }
 
+/* cuBLAS dense baseline: row-major C (m x n, type ct) = A (m x k) · B (k x n), both of type dt, fp32 accumulation
+   (column-major Cᵀ = Bᵀ·Aᵀ) */
+typedef struct {
+    cublasHandle_t h;
+    int64_t m, n, k;
+    cudaDataType dt, ct;
+    void *A, *B, *C;
+} probe_gemm_arg;
+static inline void probe_run_gemm(void *p)
+{
+    const probe_gemm_arg *g = (const probe_gemm_arg *)p;
+    const float one = 1.0f, zero = 0.0f;
+    CB(cublasGemmEx(g->h, CUBLAS_OP_N, CUBLAS_OP_N, (int)g->n, (int)g->m, (int)g->k, &one, g->B, g->dt, (int)g->n, g->A,
+                    g->dt, (int)g->k, &zero, g->C, g->ct, (int)g->n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+}
+
 /* C = A·B (op N, alpha 1, beta 0) through the public API: the timed call of a probe */
 typedef struct {
     bsk_context *ctx;

@@ -17,18 +17,6 @@ static const size_t FLUSH = 256u << 20;
 static cudaEvent_t ev0, ev1;
 static double time_it(probe_fn f, void *arg) { return probe_time(f, arg, ITERS, flush_buf, FLUSH, ev0, ev1, NULL); }
 
-typedef struct {
-    cublasHandle_t h;
-    void *A, *B, *C;
-    cudaDataType ct;
-} gemm_arg;
-static void run_gemm(void *p)
-{
-    gemm_arg *g = (gemm_arg *)p;
-    const float one = 1.0f, zero = 0.0f;
-    CB(cublasGemmEx(g->h, CUBLAS_OP_N, CUBLAS_OP_N, (int)S_, (int)S_, (int)S_, &one, g->B, CUDA_R_16F, (int)S_, g->A,
-                    CUDA_R_16F, (int)S_, &zero, g->C, g->ct, (int)S_, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-}
 
 /* SP_* indices of spmm_small_kernel.cuh */
 enum { P_TOTAL, P_EMPTY, P_STAGES, P_ENTRIES, P_BLOCKS, C_TOTAL, C_WAIT, C_MMA, C_EPI, C_STAGES, C_WAITED, LAT_WAITED,
@@ -90,8 +78,8 @@ int main(int argc, char **argv)
         S_ = q ? 2048 : 8192;
         probe_fill_rand16(hbuf, (size_t)(S_ * S_), 0);
         CK(cudaMemcpy(dA, hbuf, (size_t)(S_ * S_) * 2, cudaMemcpyHostToDevice));
-        gemm_arg g = {h, dA, dB, dC, CUDA_R_16F};
-        double ms = time_it(run_gemm, &g);
+        probe_gemm_arg g = {h, S_, S_, S_, CUDA_R_16F, CUDA_R_16F, dA, dB, dC};
+        double ms = time_it(probe_run_gemm, &g);
         dense[q] = 2.0 * S_ * S_ * S_ / (ms * 1e-3) * 1e-12;
         printf("cuBLAS fp16 %lld^3: %.3f ms %.1f TFLOPS\n", (long long)S_, ms, dense[q]);
     }
@@ -158,8 +146,8 @@ int main(int argc, char **argv)
             bsk_dense hD = {S_, S_, S_, BSK_F16, BSK_MEM_HOST, hbuf};
             CS(bsk_bsr_to_dense(&hA, &hD));
             CK(cudaMemcpy(dA, hbuf, n2 * 2, cudaMemcpyHostToDevice));
-            gemm_arg g = {h, dA, dB, dR, CUDA_R_32F};
-            run_gemm(&g);
+            probe_gemm_arg g = {h, S_, S_, S_, CUDA_R_16F, CUDA_R_32F, dA, dB, dR};
+            probe_run_gemm(&g);
             CK(cudaDeviceSynchronize());
             CK(cudaMemcpy(hR, dR, n2 * 4, cudaMemcpyDeviceToHost));
         }
