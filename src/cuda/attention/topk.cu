@@ -564,20 +564,26 @@ __device__ __forceinline__ uint64_t score_key(double s)
     return (u >> 63) ? ~u : (u | 0x8000000000000000ull);
 }
 
-/* One score element e of a lane's 4 x 2 block: query values q[0..3] (two double2 reads), key values k[0..1] (one),
-   8 fma, each score's chain in e order as on every path and in the CPU gate. */
+/* The 8 fma of one score element of a lane's 4 x 2 block (query values q[0..3], key values k[0..1]), each score's
+   chain in e order: fp64 (as on every path and in the CPU gate) or the fp32 pre-scores of the pooled select. */
+__device__ __forceinline__ double fmx(double a, double b, double c) { return fma(a, b, c); }
+__device__ __forceinline__ float fmx(float a, float b, float c) { return fmaf(a, b, c); }
+template <typename F>
+__device__ __forceinline__ void fma4x2v(F (&acc)[4][2], const F q0, const F q1, const F q2, const F q3, const F k0, const F k1)
+{
+    const F q[4] = {q0, q1, q2, q3};
+#pragma unroll
+    for (int r = 0; r < 4; r++) {
+        acc[r][0] = fmx(q[r], k0, acc[r][0]);
+        acc[r][1] = fmx(q[r], k1, acc[r][1]);
+    }
+}
+/* fp64: two double2 reads of query values, one of key values */
 __device__ __forceinline__ void fma4x2(double (&acc)[4][2], const double *q, const double *k)
 {
     const double2 qa = *reinterpret_cast<const double2 *>(q), qb = *reinterpret_cast<const double2 *>(q + 2);
     const double2 k2 = *reinterpret_cast<const double2 *>(k);
-    acc[0][0] = fma(qa.x, k2.x, acc[0][0]);
-    acc[0][1] = fma(qa.x, k2.y, acc[0][1]);
-    acc[1][0] = fma(qa.y, k2.x, acc[1][0]);
-    acc[1][1] = fma(qa.y, k2.y, acc[1][1]);
-    acc[2][0] = fma(qb.x, k2.x, acc[2][0]);
-    acc[2][1] = fma(qb.x, k2.y, acc[2][1]);
-    acc[3][0] = fma(qb.y, k2.x, acc[3][0]);
-    acc[3][1] = fma(qb.y, k2.y, acc[3][1]);
+    fma4x2v(acc, qa.x, qa.y, qb.x, qb.y, k2.x, k2.y);
 }
 
 /* n rounds over the entries of `avail` (bit t of lane l: key block l + 32 t): each round takes the best entry not
@@ -805,20 +811,12 @@ __device__ __forceinline__ void ps_stage(const uint4 r, int g, float *dst, int l
     }
 }
 
-/* One score element of a lane's 4 x 2 block in fp32: query values q[0..3] (one float4), key values k[0..1] (one
-   float2), 8 fma into one of the interleaved chains. */
+/* fp32: one float4 read of query values, one float2 of key values, into one of the interleaved chains */
 __device__ __forceinline__ void fma4x2f(float (&acc)[4][2], const float *q, const float *k)
 {
     const float4 q4 = *reinterpret_cast<const float4 *>(q);
     const float2 k2 = *reinterpret_cast<const float2 *>(k);
-    acc[0][0] = fmaf(q4.x, k2.x, acc[0][0]);
-    acc[0][1] = fmaf(q4.x, k2.y, acc[0][1]);
-    acc[1][0] = fmaf(q4.y, k2.x, acc[1][0]);
-    acc[1][1] = fmaf(q4.y, k2.y, acc[1][1]);
-    acc[2][0] = fmaf(q4.z, k2.x, acc[2][0]);
-    acc[2][1] = fmaf(q4.z, k2.y, acc[2][1]);
-    acc[3][0] = fmaf(q4.w, k2.x, acc[3][0]);
-    acc[3][1] = fmaf(q4.w, k2.y, acc[3][1]);
+    fma4x2v(acc, q4.x, q4.y, q4.z, q4.w, k2.x, k2.y);
 }
 
 /* |v - s| <= ps_bound(nq, nk, P) for the fp32 pre-score v of a query row and a key row (P elements, fp32 values,
