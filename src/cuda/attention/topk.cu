@@ -222,7 +222,8 @@ struct SelArgs {
     int64_t qsb, qss, qsh, ksb, kss, ksh;
     int l2pf; /* warp select: prefetch all the CTA's rows into L2 first (direct-read pre-pooled rows; hook bit 4: on) */
     int qmap; /* warp select: warp w scores query blocks 4w .. 4w+3 against key blocks 2 lane, +1 (hook bit 5) */
-    int exact; /* pooled select: every candidate through the exact fp64 path (hook bit 10, tests) */
+    int xbits; /* pooled select: 1 every candidate through the exact fp64 path (hook bit 10, tests); timing only: 2 no
+                  scoring, 4 no selection, 8 no exact path (hook bits 11, 12, 13) */
     int P, heads, kv_heads, group, mq, nb, bq, bk, causal, top_k, keep_first, keep_diag, cap;
     int64_t seq_q, seq_k, off;
     const int32_t *kv_lens;
@@ -819,24 +820,26 @@ __device__ __forceinline__ void fma4x2f(float (&acc)[4][2], const float *q, cons
     fma4x2v(acc, q4.x, q4.y, q4.z, q4.w, k2.x, k2.y);
 }
 
-/* |v - s| <= ps_bound(nq, nk, P) for the fp32 pre-score v of a query row and a key row (P elements, fp32 values,
-   computed as the kernel does: 4 interleaved fma chains over each e-half, combined (c0 + c1) + (c2 + c3), the halves
-   added) and the CPU's fp64 fma chain s over e in order, given nq, nk >= the fp32 sums of the squares of the query
-   row and of the key row (any order). Each product term meets at most d = ceil(P / 8) + 3 fp32 roundings and P
-   fp64 ones: |v - S| <= gamma_32(d) sum|q_e k_e|, |s - S| <= gamma_64(P) sum|q_e k_e| (S the exact sum), and
-   sum|q_e k_e| <= ||q|| ||k|| (Cauchy-Schwarz), with ||x||^2 <= (sum of squares + P 2^-125) / (1 - gamma_32(P)).
-   Absolute terms cover underflow and, were the build ever flushing fp32 denormals, their flush (per operation
-   2^-126; a flushed input x_e costs |x_e y_e| <= 2^-126 |y_e|, at most 2^-126 sqrt(P) ||y|| in all). The result,
-   computed in fp64 (a few roundings of 2^-53), is raised by 2^-40 relative. NaN or infinite inputs give a
-   non-finite bound (the caller then takes the exact path). */
-__device__ __forceinline__ double ps_bound(float nq, float nk, int P)
+/* Error bound of the pre-score. For a query row and a key row (P elements, fp32 values), the fp32 pre-score v
+   (4 interleaved fma chains over each e-half, combined (c0 + c1) + (c2 + c3), the halves added) and the CPU's fp64
+   fma chain s over e in order satisfy |v - s| <= E: each product term meets at most d = ceil(P / 8) + 3 fp32
+   roundings and P fp64 ones, so |v - S| <= gamma_32(d) sum|q_e k_e| and |s - S| <= gamma_64(P) sum|q_e k_e| (S
+   the exact sum), sum|q_e k_e| <= ||q|| ||k|| (Cauchy-Schwarz), ||x||^2 <= (ss + P 2^-125) / (1 - gamma_32(P)) for
+   ss the fp32 sum of the squares (any order). gamma_32(d) + gamma_64(P) <= 2 d 2^-24 and 1 / (1 - gamma_32(P)) <=
+   1 + P 2^-22 for P <= 256. Absolute terms cover underflow and, were the build ever flushing fp32 denormals, their
+   flush (per operation 2^-126; a flushed input x_e costs |x_e y_e| <= 2^-126 |y_e|, at most 2^-126 sqrt(P) ||y||):
+   2^-125 (P + 8 + 16 (||q|| + ||k||)). Computed in fp32 with every operation rounded up (all terms are
+   non-negative), so the result bounds the exact expression; overflow gives +inf and NaN input NaN, and the
+   caller's tests (difference rounded down > 2 E) then fail: the exact path. ps_norm_up: the bound of ||x|| from ss. */
+__device__ __forceinline__ float ps_norm_up(float ss, int P)
 {
-    const double u = 0x1p-24, U = 0x1p-53, dp = (double)P, d = (double)((P + 7) / 8 + 3);
-    const double g32 = d * u / (1.0 - d * u), g64 = dp * U / (1.0 - dp * U), gp = dp * u / (1.0 - dp * u);
-    const double a = dp * 0x1p-125;
-    const double nqs = sqrt(((double)nq + a) / (1.0 - gp)), nks = sqrt(((double)nk + a) / (1.0 - gp));
-    const double abs_err = (dp + 8.0) * 0x1p-125 + 0x1p-125 * sqrt(dp) * (nqs + nks);
-    return ((g32 + g64) * (nqs * nks) + abs_err) * (1.0 + 0x1p-40);
+    return __fsqrt_ru(__fmul_ru(__fadd_ru(ss, (float)P * 0x1p-125f), 1.0f + (float)P * 0x1p-22f));
+}
+__device__ __forceinline__ float ps_bound2(float nqs, float nks, int P) /* 2 E, from the norm bounds */
+{
+    const float gup = (float)(2 * ((P + 7) / 8 + 3)) * 0x1p-24f;
+    const float abs_err = __fmul_ru(__fadd_ru((float)(P + 8), __fmul_ru(16.0f, __fadd_ru(nqs, nks))), 0x1p-125f);
+    return __fmul_ru(2.0f, __fadd_ru(__fmul_ru(__fmul_ru(gup, nks), nqs), abs_err));
 }
 
 /* A float as a 32-bit key whose unsigned order is the float order (-0 below +0; NaN never reaches it), and back. */
@@ -1014,7 +1017,11 @@ __global__ void __launch_bounds__(256 * NRT, 2 / NRT) select_pooled_kernel(const
     /* ---- fp32 pre-scores: warp (row tile r, e-half hh, key group g) */
     {
         const int r = w >> 3, hh = (w >> 2) & 1, g = w & 3;
-        if ((r ? tnrb : tnra) > 0 && 16 * g < nb && ps_cand(16 * g, bk, r ? tq1b : tq1a, kvl, a.causal, off)) {
+        if ((a.xbits & 2) && (r ? tnrb : tnra) > 0) { /* timing only (hook 2048): no scoring, zero pre-scores */
+            const int qi = PS_QT * r + 4 * (lane >> 3), kj = 16 * g + 2 * (lane & 7);
+#pragma unroll
+            for (int x = 0; x < 4; x++) *reinterpret_cast<float2 *>(sc + (qi + x) * 128 + hh * 64 + kj) = make_float2(0.0f, 0.0f);
+        } else if ((r ? tnrb : tnra) > 0 && 16 * g < nb && ps_cand(16 * g, bk, r ? tq1b : tq1a, kvl, a.causal, off)) {
             const int qi = PS_QT * r + 4 * (lane >> 3), kj = 16 * g + 2 * (lane & 7), eh = P >> 1;
             const float *qs = qT + hh * eh * QR + qi, *ks = kT + hh * eh * 64 + kj;
             float acc[4][4][2];
@@ -1056,13 +1063,13 @@ __global__ void __launch_bounds__(256 * NRT, 2 / NRT) select_pooled_kernel(const
             knb = max(knb, __float_as_uint(s));
         }
     }
-    const float nk = __uint_as_float(__reduce_max_sync(0xffffffffu, knb));
+    const float nks = ps_norm_up(__uint_as_float(__reduce_max_sync(0xffffffffu, knb)), P);
     const int NR = 2;
     unsigned cand[NR], forced[NR], keep[NR], sure[NR], amb[NR], key[NR][2];
     int n[NR], q0[NR], q1[NR], room[NR], mrow[NR];
     bool rev[NR];
     float v[NR][2];
-    double E2[NR];
+    float E2[NR];
 #pragma unroll
     for (int x = 0; x < NR; x++) {
         const int m = w + WARPS * x, r = m / PS_QT, mi = m & (PS_QT - 1);
@@ -1090,8 +1097,8 @@ __global__ void __launch_bounds__(256 * NRT, 2 / NRT) select_pooled_kernel(const
         float nq = lane < 16 ? qnp[lane * QR + m] : 0.0f;
 #pragma unroll
         for (int s = 16; s > 0; s >>= 1) nq += __shfl_xor_sync(0xffffffffu, nq, s);
-        if (room[x] > 0 && room[x] < nc) { /* warp-uniform */
-            bool bad = a.exact != 0;
+        if (room[x] > 0 && room[x] < nc && !(a.xbits & 4)) { /* warp-uniform */
+            bool bad = (a.xbits & 1) != 0;
 #pragma unroll
             for (int t = 0; t < 2; t++) {
                 const int j = lane + 32 * t;
@@ -1101,7 +1108,7 @@ __global__ void __launch_bounds__(256 * NRT, 2 / NRT) select_pooled_kernel(const
                     bad |= !isfinite(v[x][t]);
                 }
             }
-            E2[x] = 2.0 * ps_bound(nq, nk, P);
+            E2[x] = ps_bound2(ps_norm_up(nq, P), nks, P);
             bad |= !(E2[x] < INFINITY);
             if (__any_sync(0xffffffffu, bad)) amb[x] = cand[x]; /* every candidate to the exact path */
             else {
@@ -1116,7 +1123,7 @@ __global__ void __launch_bounds__(256 * NRT, 2 / NRT) select_pooled_kernel(const
         } else {
 #pragma unroll
             for (int t = 0; t < 2; t++) { v[x][t] = 0.0f; key[x][t] = 0u; }
-            E2[x] = 0.0;
+            E2[x] = 0.0f;
         }
     }
     /* fp32 rounds: T = the room best by pre-score; the boundary pair (the worst of T, the best outside T) */
@@ -1127,16 +1134,20 @@ __global__ void __launch_bounds__(256 * NRT, 2 / NRT) select_pooled_kernel(const
         for (int x = 0; x < NR; x++) {
             if (n[x] == 0) continue; /* warp-uniform */
             const float vb = ps_unkey32(rev[x] ? ~kn[x] : kn[x]), vb1 = ps_unkey32(rev[x] ? ~kn1[x] : kn1[x]);
-            const double lo_in = rev[x] ? (double)vb1 : (double)vb, hi_out = rev[x] ? (double)vb : (double)vb1;
+            const float lo_in = rev[x] ? vb1 : vb, hi_out = rev[x] ? vb : vb1;
             const unsigned in_t = rev[x] ? cand[x] & ~taken[x] : taken[x];
 #pragma unroll
             for (int t = 0; t < 2; t++) {
                 if (!((cand[x] >> t) & 1u)) continue;
-                const double vj = (double)v[x][t];
+                const float vj = v[x][t]; /* differences rounded down */
                 if ((in_t >> t) & 1u) {
-                    if (vj - hi_out > E2[x]) sure[x] |= 1u << t;
+                    if (__fsub_rd(vj, hi_out) > E2[x]) sure[x] |= 1u << t;
                     else amb[x] |= 1u << t;
-                } else if (!(lo_in - vj > E2[x])) amb[x] |= 1u << t;
+                } else if (!(__fsub_rd(lo_in, vj) > E2[x])) amb[x] |= 1u << t;
+            }
+            if (a.xbits & 8) { /* timing only (hook 8192): no exact path, A decided by the pre-score */
+                sure[x] |= amb[x] & in_t;
+                amb[x] = 0;
             }
         }
     }
@@ -1165,7 +1176,7 @@ __global__ void __launch_bounds__(256 * NRT, 2 / NRT) select_pooled_kernel(const
                 const double *qx = qd + (w * 2 + x) * P;
                 const float *kc = kT + j;
                 double acc = 0.0;
-#pragma unroll 4
+#pragma unroll 8
                 for (int e = 0; e < P; e++) acc = fma(qx[e], (double)kc[e * 64], acc);
                 reinterpret_cast<double *>(sc + (x ? mrow[1] : mrow[0]) * 128)[j] = acc;
             }
@@ -1307,7 +1318,7 @@ extern "C" bsk_status bsk_cuda_topk_block_layout(bsk_context *ctx, const bsk_top
     sa.fc = out->full_count; sa.fi = out->full_idx; sa.pc = out->part_count; sa.pi = out->part_idx;
     sa.l2pf = 0;
     sa.qmap = (variant & 32) != 0;
-    sa.exact = 0;
+    sa.xbits = 0;
 
     if (p->pooled && !p->w_q && warp_sel) {
         /* pre-pooled input, no projection: the warp select reads the caller's rows directly — the whole gate is
@@ -1333,7 +1344,7 @@ extern "C" bsk_status bsk_cuda_topk_block_layout(bsk_context *ctx, const bsk_top
             const int64_t tiles = (d->mq + PS_QT - 1) / PS_QT;
             const dim3 ctas((unsigned)(nrt == 2 ? (tiles + 1) / 2 : tiles), (unsigned)d->heads, (unsigned)d->batch);
             const int threads = 256 * nrt;
-            sa.exact = (variant & 1024) != 0;
+            sa.xbits = (variant >> 10) & 15;
 #define BSK_TOPK_POOLED(T) (nrt == 2 ? launch_select(select_pooled_kernel<T, 2>, cst, variant, ctas, threads, psm, stream, sa) \
                                      : launch_select(select_pooled_kernel<T, 1>, cst, variant, ctas, threads, psm, stream, sa))
             if (p->q.dtype == BSK_BF16) s = BSK_TOPK_POOLED(__nv_bfloat16);
