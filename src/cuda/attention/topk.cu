@@ -222,8 +222,7 @@ struct SelArgs {
     int64_t qsb, qss, qsh, ksb, kss, ksh;
     int l2pf; /* warp select: prefetch all the CTA's rows into L2 first (direct-read pre-pooled rows; hook bit 4: on) */
     int qmap; /* warp select: warp w scores query blocks 4w .. 4w+3 against key blocks 2 lane, +1 (hook bit 5) */
-    int xbits; /* pooled select: 1 every candidate through the exact fp64 path (hook bit 10, tests); timing only: 2 no
-                  scoring, 4 no selection, 8 no exact path (hook bits 11, 12, 13) */
+    int exact; /* pooled select: every candidate through the exact fp64 path (hook bit 10, tests) */
     int P, heads, kv_heads, group, mq, nb, bq, bk, causal, top_k, keep_first, keep_diag, cap;
     int64_t seq_q, seq_k, off;
     const int32_t *kv_lens;
@@ -743,7 +742,8 @@ __global__ void __launch_bounds__(WS_THREADS) select_warp_kernel(const SelArgs a
      of its values to a partial sum of its row's squared norm;
    - pre-scores in fp32 on all warps: warp (row tile, e-half, key group of 16) x lane (4 query blocks x 2 key
      blocks), one float4 query read and one float2 key read per 8 FFMA, 4 interleaved chains per score, the two
-     e-halves added in the selection; a warp whose key group holds no candidate of its row tile skips;
+     e-halves added in the selection; a warp whose key group holds no candidate of its row tile skips, and the key
+     groups rotate with the SMSP so that a causal CTA's live warps spread over the four SMSPs;
    - selection, warp w: CTA rows w and w + WARPS, rounds interleaved. The CPU gate keeps the `room` best candidates
      by their fp64 fma chain (ties to the lower block). The fp32 pre-score v_j differs from that fp64 score by at
      most E (ps_bound: the rounding of both sums bounded by (gamma_32(d) + gamma_64(P)) sum_e |q_e k_e| <=
@@ -752,8 +752,10 @@ __global__ void __launch_bounds__(WS_THREADS) select_warp_kernel(const SelArgs a
      v is more than 2 E below the worst of T is dropped for sure; only the rest (A: typically none, on a near tie
      the two at the boundary, on exact ties all) gets its exact fp64 chain (the CPU's, over e in order from the
      same fp32 values) and the room - |sure| best of A by exact score and the CPU's tie rule join the sure ones —
-     the CPU's selection by construction. Non-finite pre-scores or bound: every candidate goes to A. Hook bit
-     1024 sends every candidate of every row to A (the exact path everywhere, tests);
+     the CPU's selection by construction. Non-finite pre-scores or bound: every candidate goes to A. Up to two
+     members per warp (the usual case) have their key rows converted to fp64 by all lanes first, so that each chain
+     is loads and DFMA only; more take one lane each, converting as they go. Hook bit 1024 sends every candidate of
+     every row to A (the exact path everywhere, tests);
    - compaction of the kept blocks in ascending order into the full / partial lists, as write_row.
    The output lines of the CTA's layout rows are prefetched to L2 at the start.
    Session 7's one-pass select scored every pair in fp64 (4 warps, fp64 staging): 14.9 us at D=128, 11.6 at D=64
@@ -763,7 +765,7 @@ __global__ void __launch_bounds__(WS_THREADS) select_warp_kernel(const SelArgs a
 size_t select_pooled_smem(int P, int nrt)
 {
     const size_t QR = (size_t)PS_QT * nrt, threads = 256 * (size_t)nrt, warps = threads / 32;
-    return warps * 2 * (size_t)P * sizeof(double) +                               /* qd: exact path's query rows */
+    return warps * 4 * (size_t)P * sizeof(double) +                       /* qd: exact path's query and key rows */
            ((size_t)P * (64 + QR) + QR * 128 + (threads / 64) * 64 + 16 * QR) * sizeof(float); /* kT qT sc knp qnp */
 }
 
@@ -950,6 +952,21 @@ __device__ __forceinline__ void ps_rounds(const uint64_t (&key)[NR][KPL], const 
     }
 }
 
+/* Member idx of a warp's set A, numbered (row x, slot t, lane) in that order from the ballots bxt of A's slot-t bits
+   of row x: 64 x + its key block. */
+__device__ __forceinline__ int ps_member(int idx, unsigned b00, unsigned b01, unsigned b10, unsigned b11)
+{
+    const int c00 = __popc(b00), c01 = __popc(b01), c10 = __popc(b10);
+    unsigned mk;
+    int xt;
+    if (idx < c00) { xt = 0; mk = b00; }
+    else if ((idx -= c00) < c01) { xt = 1; mk = b01; }
+    else if ((idx -= c01) < c10) { xt = 2; mk = b10; }
+    else { idx -= c10; xt = 3; mk = b11; }
+    for (int c = 0; c < idx; c++) mk &= mk - 1u;
+    return 64 * (xt >> 1) + __ffs(mk) - 1 + 32 * (xt & 1);
+}
+
 template <typename T, int NRT>
 __global__ void __launch_bounds__(256 * NRT, 2 / NRT) select_pooled_kernel(const SelArgs a)
 {
@@ -957,8 +974,8 @@ __global__ void __launch_bounds__(256 * NRT, 2 / NRT) select_pooled_kernel(const
     typedef PsVec<T> V;
     extern __shared__ double psm[];
     const int P = a.P, nb = a.nb, EG = P / V::N; /* 16-byte groups per row (<= 32) */
-    double *qd = psm;                                            /* [WARPS][2][P]: exact path, query rows in fp64 */
-    float *kT = reinterpret_cast<float *>(qd + WARPS * 2 * P);  /* [P][64] */
+    double *qd = psm;                     /* [WARPS][4][P]: exact path, the warp's query rows and up to 2 key rows in fp64 */
+    float *kT = reinterpret_cast<float *>(qd + WARPS * 4 * P);  /* [P][64] */
     float *qT = kT + P * 64;                                     /* [P][QR] */
     float *sc = qT + P * QR;                                     /* [QR][2][64]: the e-halves' pre-scores */
     float *knp = sc + QR * 128;                                  /* [KGS][64]: partial squared norms of key rows */
@@ -1016,12 +1033,10 @@ __global__ void __launch_bounds__(256 * NRT, 2 / NRT) select_pooled_kernel(const
 
     /* ---- fp32 pre-scores: warp (row tile r, e-half hh, key group g) */
     {
-        const int r = w >> 3, hh = (w >> 2) & 1, g = w & 3;
-        if ((a.xbits & 2) && (r ? tnrb : tnra) > 0) { /* timing only (hook 2048): no scoring, zero pre-scores */
-            const int qi = PS_QT * r + 4 * (lane >> 3), kj = 16 * g + 2 * (lane & 7);
-#pragma unroll
-            for (int x = 0; x < 4; x++) *reinterpret_cast<float2 *>(sc + (qi + x) * 128 + hh * 64 + kj) = make_float2(0.0f, 0.0f);
-        } else if ((r ? tnrb : tnra) > 0 && 16 * g < nb && ps_cand(16 * g, bk, r ? tq1b : tq1a, kvl, a.causal, off)) {
+        /* key group g = (SMSP + 2 hh + r) mod 4 (warp w runs on SMSP w mod 4): the live tasks of a causal CTA (tile t
+           needs groups 0 .. t) spread over the four SMSPs, at most 3 per SMSP where the identity map put 4 on SMSP 0 */
+        const int r = w >> 3, hh = (w >> 2) & 1, g = ((w & 3) + 2 * hh + r) & 3;
+        if ((r ? tnrb : tnra) > 0 && 16 * g < nb && ps_cand(16 * g, bk, r ? tq1b : tq1a, kvl, a.causal, off)) {
             const int qi = PS_QT * r + 4 * (lane >> 3), kj = 16 * g + 2 * (lane & 7), eh = P >> 1;
             const float *qs = qT + hh * eh * QR + qi, *ks = kT + hh * eh * 64 + kj;
             float acc[4][4][2];
@@ -1097,8 +1112,8 @@ __global__ void __launch_bounds__(256 * NRT, 2 / NRT) select_pooled_kernel(const
         float nq = lane < 16 ? qnp[lane * QR + m] : 0.0f;
 #pragma unroll
         for (int s = 16; s > 0; s >>= 1) nq += __shfl_xor_sync(0xffffffffu, nq, s);
-        if (room[x] > 0 && room[x] < nc && !(a.xbits & 4)) { /* warp-uniform */
-            bool bad = (a.xbits & 1) != 0;
+        if (room[x] > 0 && room[x] < nc) { /* warp-uniform */
+            bool bad = a.exact != 0;
 #pragma unroll
             for (int t = 0; t < 2; t++) {
                 const int j = lane + 32 * t;
@@ -1145,10 +1160,6 @@ __global__ void __launch_bounds__(256 * NRT, 2 / NRT) select_pooled_kernel(const
                     else amb[x] |= 1u << t;
                 } else if (!(__fsub_rd(lo_in, vj) > E2[x])) amb[x] |= 1u << t;
             }
-            if (a.xbits & 8) { /* timing only (hook 8192): no exact path, A decided by the pre-score */
-                sure[x] |= amb[x] & in_t;
-                amb[x] = 0;
-            }
         }
     }
     /* exact path for the candidates in A: their fp64 chains (the CPU's), then the room - |sure| best of A */
@@ -1161,24 +1172,37 @@ __global__ void __launch_bounds__(256 * NRT, 2 / NRT) select_pooled_kernel(const
 #pragma unroll
         for (int x = 0; x < NR; x++)
             if (x ? (b10 | b11) : (b00 | b01))
-                for (int e = lane; e < P; e += 32) qd[(w * 2 + x) * P + e] = (double)qT[e * QR + mrow[x]];
-        __syncwarp();
-        for (int base = 0; base < total; base += 32) {
-            int idx = base + lane, xt;
-            if (idx < total) {
-                unsigned mk;
-                if (idx < c00) { xt = 0; mk = b00; }
-                else if ((idx -= c00) < c01) { xt = 1; mk = b01; }
-                else if ((idx -= c01) < c10) { xt = 2; mk = b10; }
-                else { idx -= c10; xt = 3; mk = b11; }
-                for (int c = 0; c < idx; c++) mk &= mk - 1u;
-                const int x = xt >> 1, j = __ffs(mk) - 1 + 32 * (xt & 1);
-                const double *qx = qd + (w * 2 + x) * P;
-                const float *kc = kT + j;
+#pragma unroll 4
+                for (int e = lane; e < P; e += 32) qd[(w * 4 + x) * P + e] = (double)qT[e * QR + mrow[x]];
+        if (total <= 2) {
+            /* the usual case (the boundary pair): each member's key row converted by all lanes first, so that the
+               chain (lane m) is fp64 loads and DFMA only — its latency is the DFMA chain's */
+            for (int m = 0; m < total; m++) {
+                const int j = ps_member(m, b00, b01, b10, b11) & 63;
+#pragma unroll 4
+                for (int e = lane; e < P; e += 32) qd[(w * 4 + 2 + m) * P + e] = (double)kT[e * 64 + j];
+            }
+            __syncwarp();
+            if (lane < total) {
+                const int xj = ps_member(lane, b00, b01, b10, b11), x = xj >> 6, j = xj & 63;
+                const double *qx = qd + (w * 4 + x) * P, *kx = qd + (w * 4 + 2 + lane) * P;
                 double acc = 0.0;
-#pragma unroll 8
-                for (int e = 0; e < P; e++) acc = fma(qx[e], (double)kc[e * 64], acc);
+#pragma unroll 16
+                for (int e = 0; e < P; e++) acc = fma(qx[e], kx[e], acc);
                 reinterpret_cast<double *>(sc + (x ? mrow[1] : mrow[0]) * 128)[j] = acc;
+            }
+        } else {
+            __syncwarp();
+            for (int base = 0; base < total; base += 32) { /* lane: member base + lane, converting as it goes */
+                if (base + lane < total) {
+                    const int xj = ps_member(base + lane, b00, b01, b10, b11), x = xj >> 6, j = xj & 63;
+                    const double *qx = qd + (w * 4 + x) * P;
+                    const float *kc = kT + j;
+                    double acc = 0.0;
+#pragma unroll 8
+                    for (int e = 0; e < P; e++) acc = fma(qx[e], (double)kc[e * 64], acc);
+                    reinterpret_cast<double *>(sc + (x ? mrow[1] : mrow[0]) * 128)[j] = acc;
+                }
             }
         }
         __syncwarp();
@@ -1318,7 +1342,7 @@ extern "C" bsk_status bsk_cuda_topk_block_layout(bsk_context *ctx, const bsk_top
     sa.fc = out->full_count; sa.fi = out->full_idx; sa.pc = out->part_count; sa.pi = out->part_idx;
     sa.l2pf = 0;
     sa.qmap = (variant & 32) != 0;
-    sa.xbits = 0;
+    sa.exact = 0;
 
     if (p->pooled && !p->w_q && warp_sel) {
         /* pre-pooled input, no projection: the warp select reads the caller's rows directly — the whole gate is
@@ -1344,7 +1368,7 @@ extern "C" bsk_status bsk_cuda_topk_block_layout(bsk_context *ctx, const bsk_top
             const int64_t tiles = (d->mq + PS_QT - 1) / PS_QT;
             const dim3 ctas((unsigned)(nrt == 2 ? (tiles + 1) / 2 : tiles), (unsigned)d->heads, (unsigned)d->batch);
             const int threads = 256 * nrt;
-            sa.xbits = (variant >> 10) & 15;
+            sa.exact = (variant & 1024) != 0;
 #define BSK_TOPK_POOLED(T) (nrt == 2 ? launch_select(select_pooled_kernel<T, 2>, cst, variant, ctas, threads, psm, stream, sa) \
                                      : launch_select(select_pooled_kernel<T, 1>, cst, variant, ctas, threads, psm, stream, sa))
             if (p->q.dtype == BSK_BF16) s = BSK_TOPK_POOLED(__nv_bfloat16);
