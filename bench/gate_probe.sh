@@ -8,7 +8,8 @@
 # a summary last. Logs in $OUT.
 # Usage (device machine, repo root): bench/gate_probe.sh
 #   GATE_BASE_SRC=file: the base build is this tree with src/cuda/attention/topk.cu replaced by that file (e.g. the
-#   previous session's topk.cu); unset: no base build, the new build's variants only.
+#   previous session's topk.cu); unset: no base build, the new build's variants only. GATE_MID_SRC=file: a second
+#   such build ("mid", e.g. an intermediate step), timed like the base (order base, mid, new, new, mid, base).
 #   GATE_VARIANTS (default 0,512,4,1024: bsk__topk_variant values the new build times; the base build times 0);
 #   GATE_BUILD=dir (default build-gate); GATE_TESTS=0, GATE_NCU=0, GATE_BENCH=0, GATE_SAN=0 skip those steps;
 #   GATE_BENCH_ARGS (default: --dims 128,64 --densities 0.10,0.25,0.50 --iters 5); GATE_SAN_FILTER (the tests
@@ -25,15 +26,15 @@ t0=$(date +%s)
 make BUILD=$B JOBS=16 GENCODE_PORTABLE='-gencode arch=compute_90a,code=sm_90a' $B/bin/bsk_tests $B/bin/bsk \
     $B/lib/libbsk.a > "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; echo "BUILD FAILED"; exit 1; }
 echo "build: $(( $(date +%s) - t0 )) s"
-BASE=""
-if [ -n "$GATE_BASE_SRC" ]; then # base: a copy of this tree and its build, topk.cu replaced (only it recompiles)
-    BASE=/tmp/gate_base
-    rm -rf $BASE && mkdir -p $BASE && cp -a . $BASE/ && cp "$GATE_BASE_SRC" $BASE/src/cuda/attention/topk.cu &&
-        touch $BASE/src/cuda/attention/topk.cu
-    (cd $BASE && make BUILD=$B JOBS=16 GENCODE_PORTABLE='-gencode arch=compute_90a,code=sm_90a' $B/lib/libbsk.a \
-        > "$SCR/build_base.log" 2>&1; echo $? > "$SCR/build_base.rc") &
-    base_pid=$!
-fi
+other_build() { # $1 name, $2 topk.cu: a copy of this tree and its build, topk.cu replaced (only it recompiles)
+    local dir=/tmp/gate_$1
+    rm -rf $dir && mkdir -p $dir && cp -a . $dir/ && cp "$2" $dir/src/cuda/attention/topk.cu && touch $dir/src/cuda/attention/topk.cu
+    (cd $dir && make BUILD=$B JOBS=8 GENCODE_PORTABLE='-gencode arch=compute_90a,code=sm_90a' $B/lib/libbsk.a \
+        > "$SCR/build_$1.log" 2>&1; echo $? > "$SCR/build_$1.rc")
+}
+BASE=""; MID=""
+if [ -n "$GATE_BASE_SRC" ]; then BASE=/tmp/gate_base; other_build base "$GATE_BASE_SRC" & base_pid=$!; fi
+if [ -n "$GATE_MID_SRC" ]; then MID=/tmp/gate_mid; other_build mid "$GATE_MID_SRC" & mid_pid=$!; fi
 
 # ---- the probe (C, linked against the static library; bsk__topk_variant is topk.cu's benchmark hook): a launch
 #      floor (4 KB memset timed the same way), then the pooled gate for each variant given, D=128 / 64, non-causal /
@@ -177,14 +178,21 @@ if [ -n "$BASE" ]; then
     if [ "$(cat $SCR/build_base.rc)" = 0 ] && probe_cc $BASE $B/bin/gate_probe_base; then echo "base build: ok"
     else tail -20 "$SCR/build_base.log"; echo "BASE BUILD FAILED"; BASE=""; fi
 fi
+if [ -n "$MID" ]; then
+    wait $mid_pid
+    if [ "$(cat $SCR/build_mid.rc)" = 0 ] && probe_cc $MID $B/bin/gate_probe_mid; then echo "mid build: ok"
+    else tail -20 "$SCR/build_mid.log"; echo "MID BUILD FAILED"; MID=""; fi
+fi
 if [ $hung = 0 ]; then # alternated processes: base, new, new, base (new only: new twice)
     : > "$OUT/probe.log"; rm -f $SCR/ref.bin
     if [ -n "$BASE" ]; then
         timeout 60 $B/bin/gate_probe_base --label base --variants 0 --dump $SCR/ref.bin >> "$OUT/probe.log" 2>&1
         REF="--ref $SCR/ref.bin"
     else REF=""; fi
+    [ -n "$MID" ] && timeout 60 $B/bin/gate_probe_mid --label mid --variants 0 $REF >> "$OUT/probe.log" 2>&1
     timeout 60 $B/bin/gate_probe --label new --variants $VARS $REF >> "$OUT/probe.log" 2>&1
     timeout 60 $B/bin/gate_probe --label new --variants $VARS $REF >> "$OUT/probe.log" 2>&1
+    [ -n "$MID" ] && timeout 60 $B/bin/gate_probe_mid --label mid --variants 0 $REF >> "$OUT/probe.log" 2>&1
     [ -n "$BASE" ] && timeout 60 $B/bin/gate_probe_base --label base --variants 0 $REF >> "$OUT/probe.log" 2>&1
     res_probe="rc=$?"
     echo "probe: $(( $(date +%s) - t0 )) s"

@@ -766,7 +766,7 @@ size_t select_pooled_smem(int P, int nrt)
 {
     const size_t QR = (size_t)PS_QT * nrt, threads = 256 * (size_t)nrt, warps = threads / 32;
     return warps * 4 * (size_t)P * sizeof(double) +                       /* qd: exact path's query and key rows */
-           ((size_t)P * (64 + QR) + QR * 128 + (threads / 64) * 64 + 16 * QR) * sizeof(float); /* kT qT sc knp qnp */
+           ((size_t)P * (64 + QR) + QR * 128 + (threads / 64) * 64 + 17 * QR) * sizeof(float); /* kT qT sc knp qnp e2s */
 }
 
 /* 16-byte vector of the source type as fp32 values (bf16 / f16: 8, f32: 4): exact conversions. */
@@ -980,6 +980,7 @@ __global__ void __launch_bounds__(256 * NRT, 2 / NRT) select_pooled_kernel(const
     float *sc = qT + P * QR;                                     /* [QR][2][64]: the e-halves' pre-scores */
     float *knp = sc + QR * 128;                                  /* [KGS][64]: partial squared norms of key rows */
     float *qnp = knp + KGS * 64;                                 /* [16][QR]: of query rows */
+    float *e2s = qnp + 16 * QR;                                  /* [QR]: each CTA row's 2 E (ps_bound2) */
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     cudaGridDependencySynchronize();
 #endif
@@ -1031,6 +1032,29 @@ __global__ void __launch_bounds__(256 * NRT, 2 / NRT) select_pooled_kernel(const
     }
     __syncthreads();
 
+    /* ---- the error bounds, by the last warp before its scoring (off the selection's critical path): the largest
+       squared norm of a key block that is a candidate anywhere (fp32 bits: the order of non-negative floats; NaN
+       above +inf), each CTA row's squared norm (16 partial sums), its 2 E */
+    if (w == WARPS - 1) {
+        unsigned knb = 0;
+#pragma unroll
+        for (int t = 0; t < 2; t++) {
+            const int j = lane + 32 * t;
+            if (j < nb && j * bk < kvl) {
+                float s = 0.0f;
+#pragma unroll
+                for (int c = 0; c < KGS; c++) s += knp[c * 64 + j];
+                knb = max(knb, __float_as_uint(s));
+            }
+        }
+        const float nks = ps_norm_up(__uint_as_float(__reduce_max_sync(0xffffffffu, knb)), P);
+        if (lane < QR) {
+            float nq = 0.0f;
+#pragma unroll
+            for (int c = 0; c < 16; c++) nq += qnp[c * QR + lane];
+            e2s[lane] = ps_bound2(ps_norm_up(nq, P), nks, P);
+        }
+    }
     /* ---- fp32 pre-scores: warp (row tile r, e-half hh, key group g) */
     {
         /* key group g = (SMSP + 2 hh + r) mod 4 (warp w runs on SMSP w mod 4): the live tasks of a causal CTA (tile t
@@ -1065,20 +1089,6 @@ __global__ void __launch_bounds__(256 * NRT, 2 / NRT) select_pooled_kernel(const
     __syncthreads();
 
     /* ---- selection: warp w, CTA rows w and w + WARPS */
-    /* the largest squared norm of a key block that is a candidate anywhere (fp32 bits: the order of non-negative
-       floats; NaN above +inf) */
-    unsigned knb = 0;
-#pragma unroll
-    for (int t = 0; t < 2; t++) {
-        const int j = lane + 32 * t;
-        if (j < nb && j * bk < kvl) {
-            float s = 0.0f;
-#pragma unroll
-            for (int c = 0; c < KGS; c++) s += knp[c * 64 + j];
-            knb = max(knb, __float_as_uint(s));
-        }
-    }
-    const float nks = ps_norm_up(__uint_as_float(__reduce_max_sync(0xffffffffu, knb)), P);
     const int NR = 2;
     unsigned cand[NR], forced[NR], keep[NR], sure[NR], amb[NR], key[NR][2];
     int n[NR], q0[NR], q1[NR], room[NR], mrow[NR];
@@ -1108,10 +1118,6 @@ __global__ void __launch_bounds__(256 * NRT, 2 / NRT) select_pooled_kernel(const
         sure[x] = amb[x] = 0;
         n[x] = 0;
         rev[x] = false;
-        /* the row's squared query norm (16 partial sums) */
-        float nq = lane < 16 ? qnp[lane * QR + m] : 0.0f;
-#pragma unroll
-        for (int s = 16; s > 0; s >>= 1) nq += __shfl_xor_sync(0xffffffffu, nq, s);
         if (room[x] > 0 && room[x] < nc) { /* warp-uniform */
             bool bad = a.exact != 0;
 #pragma unroll
@@ -1123,7 +1129,7 @@ __global__ void __launch_bounds__(256 * NRT, 2 / NRT) select_pooled_kernel(const
                     bad |= !isfinite(v[x][t]);
                 }
             }
-            E2[x] = ps_bound2(ps_norm_up(nq, P), nks, P);
+            E2[x] = e2s[m];
             bad |= !(E2[x] < INFINITY);
             if (__any_sync(0xffffffffu, bad)) amb[x] = cand[x]; /* every candidate to the exact path */
             else {
