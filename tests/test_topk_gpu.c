@@ -162,6 +162,56 @@ static int topk_poison(bsk_attn_layout *L)
     return bad;
 }
 
+/* Pre-pooled input (bsk_topk_params.pooled; tests/test_topk.c). */
+attn_tbuf topk_test_pooled(const bsk_attn_tensor *src, int32_t bs, const int32_t *lens, bsk_dtype dt, int order,
+                           int64_t pad, float garbage, bsk_rng *r);
+int64_t topk_test_layout_diff(const bsk_attn_layout *A, const bsk_attn_layout *B);
+
+/* Ties case (every full key block has the same mean; no causal mask, kv_lens or forced blocks): each query block
+   keeps blocks 0 .. top_k-1 (the last, partial key block has another mean and may rank anywhere). */
+static void topk_check_ties(bsk_test_ctx *t, const topk_case *c, int64_t nb, int64_t cap, const bsk_attn_layout *back)
+{
+    int64_t bad = 0, full_nb = c->SK / c->bk;
+    for (int64_t x = 0; x < bsk__attn_layout_rows(back); x++) {
+        int32_t nf = back->full_count[x], np = back->part_count[x], want = (int32_t)cap;
+        if (full_nb < nb) want--; /* leave room for the partial block either way */
+        int32_t low = 0;
+        for (int32_t a = 0; a < nf; a++) low += back->full_idx[x * cap + a] < want;
+        for (int32_t a = 0; a < np; a++) low += back->part_idx[x * cap + a] < want;
+        if (low < want) bad++;
+    }
+    CHECK(bad == 0);
+}
+
+/* The GPU gate on dp under each hook variant (output poisoned first), each layout validated and compared with the
+   CPU layout H list by list; `ties` (or NULL): also the ties rule above. `what`, ci, form label a difference. */
+static void topk_check_variants(bsk_test_ctx *t, bsk_context *ctx, const bsk_topk_params *dp, bsk_attn_layout *D,
+                                const bsk_attn_layout *H, const int *variants, size_t nv, const char *what, size_t ci,
+                                int form, const topk_case *ties, int64_t nb)
+{
+    for (size_t vi = 0; vi < nv; vi++) {
+        CHECK(topk_poison(D) == 0);
+        bsk__topk_variant = variants[vi];
+        CHECK_STATUS(bsk_topk_block_layout(ctx, dp, D), BSK_SUCCESS);
+        bsk__topk_variant = 0;
+        CHECK(strcmp(bsk_last_kernel(ctx), "cuda-topk") == 0);
+        CHECK_STATUS(bsk_synchronize(ctx), BSK_SUCCESS);
+        bsk_attn_layout back;
+        if (bsk_attn_layout_clone(D, BSK_MEM_HOST, &back) != BSK_SUCCESS) { CHECK(0); continue; }
+        CHECK_STATUS(bsk_attn_layout_validate(&back), BSK_SUCCESS);
+        const int64_t diff = topk_test_layout_diff(H, &back);
+        int64_t kept = 0;
+        for (int64_t x = 0; x < bsk__attn_layout_rows(&back); x++) kept += back.full_count[x] + back.part_count[x];
+        if (diff)
+            fprintf(stderr, "  %s case %zu form %d variant %d: %lld differences GPU vs CPU\n", what, ci, form, variants[vi],
+                    (long long)diff);
+        CHECK(diff == 0);
+        CHECK(kept > 0);
+        if (ties) topk_check_ties(t, ties, nb, back.capacity, &back);
+        bsk_attn_layout_free(&back);
+    }
+}
+
 BSK_TEST(gpu_attn_topk_paths_match_cpu)
 {
     bsk_context *ctx, *cpu;
@@ -180,7 +230,7 @@ BSK_TEST(gpu_attn_topk_paths_match_cpu)
         p.keep_first = c->keep_first; p.keep_diagonal = c->keep_diag;
         p.kv_lens = lens;
         if (c->proj) { p.w_q = &su.wq; p.w_k = &su.wk; }
-        bsk_attn_layout H, D, back;
+        bsk_attn_layout H, D;
         REQUIRE_OK(bsk_attn_layout_alloc(c->SQ, c->SK, c->bq, c->bk, (int32_t)c->B, (int32_t)c->H, (int32_t)cap, BSK_MEM_HOST, &H));
         REQUIRE_OK(bsk_attn_layout_alloc(c->SQ, c->SK, c->bq, c->bk, (int32_t)c->B, (int32_t)c->H, (int32_t)cap, BSK_MEM_DEVICE, &D));
         CHECK_STATUS(bsk_topk_block_layout(cpu, &p, &H), BSK_SUCCESS);
@@ -196,42 +246,9 @@ BSK_TEST(gpu_attn_topk_paths_match_cpu)
             dp.w_q = &dwq; dp.w_k = &dwk;
         }
         REQUIRE(dp.q.data && dp.k.data);
-        for (size_t vi = 0; vi < sizeof topk_variants / sizeof topk_variants[0]; vi++) {
-            CHECK(topk_poison(&D) == 0);
-            bsk__topk_variant = topk_variants[vi];
-            CHECK_STATUS(bsk_topk_block_layout(ctx, &dp, &D), BSK_SUCCESS);
-            bsk__topk_variant = 0;
-            CHECK(strcmp(bsk_last_kernel(ctx), "cuda-topk") == 0);
-            CHECK_STATUS(bsk_synchronize(ctx), BSK_SUCCESS);
-            if (bsk_attn_layout_clone(&D, BSK_MEM_HOST, &back) != BSK_SUCCESS) { CHECK(0); continue; }
-            CHECK_STATUS(bsk_attn_layout_validate(&back), BSK_SUCCESS);
-            int64_t rows = bsk__attn_layout_rows(&H), diff = 0, kept = 0;
-            for (int64_t x = 0; x < rows; x++) {
-                if (H.full_count[x] != back.full_count[x] || H.part_count[x] != back.part_count[x]) { diff++; continue; }
-                kept += H.full_count[x] + H.part_count[x];
-                for (int32_t a = 0; a < H.full_count[x]; a++) diff += H.full_idx[x * cap + a] != back.full_idx[x * cap + a];
-                for (int32_t a = 0; a < H.part_count[x]; a++) diff += H.part_idx[x * cap + a] != back.part_idx[x * cap + a];
-            }
-            if (diff)
-                fprintf(stderr, "  topk case %zu variant %d: %lld differences GPU vs CPU\n", ci, topk_variants[vi], (long long)diff);
-            CHECK(diff == 0);
-            CHECK(kept > 0);
-            if (c->ties && !c->causal && !c->kv_lens && !c->keep_diag && !c->keep_first) {
-                /* every full key block ties exactly: each query block keeps blocks 0 .. top_k-1 (the last, partial
-                   key block has another mean and may rank anywhere) */
-                int64_t bad = 0, full_nb = c->SK / c->bk;
-                for (int64_t x = 0; x < rows; x++) {
-                    int32_t nf = back.full_count[x], np = back.part_count[x], want = (int32_t)cap;
-                    if (full_nb < nb) want--; /* leave room for the partial block either way */
-                    int32_t low = 0;
-                    for (int32_t a = 0; a < nf; a++) low += back.full_idx[x * cap + a] < want;
-                    for (int32_t a = 0; a < np; a++) low += back.part_idx[x * cap + a] < want;
-                    if (low < want) bad++;
-                }
-                CHECK(bad == 0);
-            }
-            bsk_attn_layout_free(&back);
-        }
+        const int ties = c->ties && !c->causal && !c->kv_lens && !c->keep_diag && !c->keep_first;
+        topk_check_variants(t, ctx, &dp, &D, &H, topk_variants, sizeof topk_variants / sizeof topk_variants[0], "topk", ci, 0,
+                            ties ? c : NULL, nb);
         bsk_cuda_free(dp.q.data); bsk_cuda_free(dp.k.data); bsk_cuda_free((void *)dp.kv_lens);
         if (c->proj) { bsk_cuda_free(dwq.data); bsk_cuda_free(dwk.data); }
         bsk_attn_layout_free(&H); bsk_attn_layout_free(&D);
@@ -301,10 +318,6 @@ BSK_TEST(gpu_attn_topk_repeat_stable)
     bsk_destroy(ctx);
 }
 
-/* Pre-pooled input (bsk_topk_params.pooled; tests/test_topk.c). */
-attn_tbuf topk_test_pooled(const bsk_attn_tensor *src, int32_t bs, const int32_t *lens, bsk_dtype dt, int order,
-                           int64_t pad, float garbage, bsk_rng *r);
-int64_t topk_test_layout_diff(const bsk_attn_layout *A, const bsk_attn_layout *B);
 
 /* Every case above with pooled rows (causal ones with nonzero offsets too), on every select variant: (a) the F32 means the gate itself would compute (in
    its order; rows of key blocks past kv_len hold 1e30, never candidates) must give the unpooled CPU layout bit
@@ -363,27 +376,11 @@ BSK_TEST(gpu_attn_topk_pooled_matches_cpu)
             REQUIRE(dp.q.data && dp.k.data);
             /* 0: the one-pass pooled select where it applies (nb <= 64, aligned rows), 128: the direct-read warp select
                instead, with 16: its L2 prefetch, 32: its query-per-warp scoring split, 64: its early conversion of the
-               rows; 4: no PDL (bsk__topk_variant bits, topk.cu) */
-            static const int pooled_variants[] = {0, 4, 128, 144, 160, 176, 192, 208, 8, 2};
-            for (size_t vi = 0; vi < sizeof pooled_variants / sizeof pooled_variants[0]; vi++) {
-                CHECK(topk_poison(&D) == 0);
-                bsk__topk_variant = pooled_variants[vi];
-                CHECK_STATUS(bsk_topk_block_layout(ctx, &dp, &D), BSK_SUCCESS);
-                bsk__topk_variant = 0;
-                CHECK(strcmp(bsk_last_kernel(ctx), "cuda-topk") == 0);
-                CHECK_STATUS(bsk_synchronize(ctx), BSK_SUCCESS);
-                if (bsk_attn_layout_clone(&D, BSK_MEM_HOST, &back) != BSK_SUCCESS) { CHECK(0); continue; }
-                CHECK_STATUS(bsk_attn_layout_validate(&back), BSK_SUCCESS);
-                const int64_t diff = topk_test_layout_diff(&H, &back);
-                int64_t kept = 0;
-                for (int64_t x = 0; x < bsk__attn_layout_rows(&back); x++) kept += back.full_count[x] + back.part_count[x];
-                if (diff)
-                    fprintf(stderr, "  pooled topk case %zu form %d variant %d: %lld differences GPU vs CPU\n", ci, form,
-                            pooled_variants[vi], (long long)diff);
-                CHECK(diff == 0);
-                CHECK(kept > 0);
-                bsk_attn_layout_free(&back);
-            }
+               rows; 4: no PDL; 512: the one-pass select with one row tile per CTA, 1024: its exact path for every
+               candidate (bsk__topk_variant bits, topk.cu) */
+            static const int pooled_variants[] = {0, 4, 512, 516, 1024, 1536, 128, 144, 160, 176, 192, 208, 8, 2};
+            topk_check_variants(t, ctx, &dp, &D, &H, pooled_variants, sizeof pooled_variants / sizeof pooled_variants[0],
+                                "pooled topk", ci, form, NULL, nb);
             /* a malformed pooled shape is refused on the device path too, nothing written */
             bsk_topk_params bad = dp;
             bad.k.seq = nb + 1;
@@ -399,6 +396,83 @@ BSK_TEST(gpu_attn_topk_pooled_matches_cpu)
         }
         if (c->proj) { bsk_cuda_free(dwq.data); bsk_cuda_free(dwk.data); }
         topk_case_free(c, &su);
+    }
+    bsk_destroy(cpu);
+    bsk_destroy(ctx);
+}
+
+/* Pre-pooled rows built to defeat the one-pass select's fp32 pre-score (topk.cu): per (batch, head) a base key row R;
+   key block j holds R exactly (j % 4 == 0: exact ties), R with one element one unit in the last place up (1: a score
+   difference far below the pre-score's error bound, resolved only by the exact fp64 chains), R with one element up
+   and another down (2), or its own random row (3). Head 1 is scaled by 2^64 (bf16 / f32: the fp32 products
+   overflow, so every candidate takes the exact path), head 2 by 2^-70 (fp32 products below the normal range); f16
+   keeps them at 1 and 2^-10. 40 query blocks (three tiles of 16: the two-tile CTAs pair tiles 0 and 2, tile 1 runs
+   alone), 64 key blocks, causal and not, top_k 7 (rounds) and 40 (mirrored rounds); every select variant must give
+   the CPU gate's layout exactly. */
+static void topk_bump(void *data, bsk_dtype dt, int64_t i, int up)
+{
+    if (dt == BSK_F32) ((uint32_t *)data)[i] += up ? 1u : (uint32_t)-1;
+    else ((uint16_t *)data)[i] += up ? 1 : (uint16_t)-1;
+}
+
+BSK_TEST(gpu_attn_topk_pooled_near_ties)
+{
+    bsk_context *ctx, *cpu;
+    if (bsk_create(&ctx, BSK_BACKEND_CUDA) != BSK_SUCCESS) SKIP("no CUDA device");
+    REQUIRE_OK(bsk_create(&cpu, BSK_BACKEND_CPU));
+    const bsk_dtype dts[3] = {BSK_BF16, BSK_F16, BSK_F32};
+    const int64_t Ds[3] = {64, 64, 36};
+    const int64_t B = 2, H = 3, mq = 40, nb = 64;
+    const int32_t bq = 32, bk = 32;
+    const int64_t SQ = mq * bq - 5, SK = nb * bk - 7;
+    for (int di = 0; di < 3; di++) {
+        const bsk_dtype dt = dts[di];
+        const int64_t D = Ds[di];
+        bsk_rng *r = bsk_test_rng();
+        attn_tbuf q = attn_tensor_make(B, mq, H, D, dt, BSHD, 0, r, 0), k = attn_tensor_make(B, nb, H, D, dt, BSHD, 0, r, 0);
+        for (int64_t b = 0; b < B; b++)
+            for (int64_t h = 0; h < H; h++) {
+                for (int64_t j = 1; j < nb; j++) {
+                    if (j % 4 == 3) continue;
+                    for (int64_t e = 0; e < D; e++)
+                        bsk__store(k.host, dt, attn_tidx(&k.t, b, j, h, e), bsk__load(k.host, dt, attn_tidx(&k.t, b, 0, h, e)));
+                    if (j % 4 >= 1) topk_bump(k.host, dt, attn_tidx(&k.t, b, j, h, j % D), 1);
+                    if (j % 4 == 2) topk_bump(k.host, dt, attn_tidx(&k.t, b, j, h, (j + 5) % D), 0);
+                }
+                const float scale = h == 0 ? 1.0f : dt == BSK_F16 ? (h == 1 ? 1.0f : ldexpf(1.0f, -10))
+                                                                  : ldexpf(1.0f, h == 1 ? 64 : -70);
+                for (int side = 0; side < 2; side++) {
+                    attn_tbuf *tb = side ? &k : &q;
+                    for (int64_t s = 0; s < (side ? nb : mq); s++)
+                        for (int64_t e = 0; e < D; e++) {
+                            const int64_t x = attn_tidx(&tb->t, b, s, h, e);
+                            bsk__store(tb->host, dt, x, bsk__load(tb->host, dt, x) * scale); /* a power of two: exact */
+                        }
+                }
+            }
+        const size_t es = bsk_dtype_size(dt);
+        bsk_topk_params p;
+        memset(&p, 0, sizeof p);
+        p.q = q.t; p.k = k.t; p.pooled = 1; p.keep_first = 1;
+        bsk_topk_params dp = p;
+        dp.q.data = attn_to_dev(q.host, (size_t)q.elems * es);
+        dp.k.data = attn_to_dev(k.host, (size_t)k.elems * es);
+        dp.q.mem = dp.k.mem = BSK_MEM_DEVICE;
+        REQUIRE(dp.q.data && dp.k.data);
+        for (int form = 0; form < 4; form++) { /* causal (diagonal kept) or not x top_k 7 or 40 */
+            p.causal = dp.causal = p.keep_diagonal = dp.keep_diagonal = form & 1;
+            p.top_k = dp.top_k = form & 2 ? 40 : 7;
+            bsk_attn_layout Hl, Dl;
+            REQUIRE_OK(bsk_attn_layout_alloc(SQ, SK, bq, bk, (int32_t)B, (int32_t)H, p.top_k, BSK_MEM_HOST, &Hl));
+            REQUIRE_OK(bsk_attn_layout_alloc(SQ, SK, bq, bk, (int32_t)B, (int32_t)H, p.top_k, BSK_MEM_DEVICE, &Dl));
+            CHECK_STATUS(bsk_topk_block_layout(cpu, &p, &Hl), BSK_SUCCESS);
+            static const int variants[] = {0, 512, 1024, 4, 128};
+            topk_check_variants(t, ctx, &dp, &Dl, &Hl, variants, sizeof variants / sizeof variants[0], "near-ties topk",
+                                (size_t)di, form, NULL, nb);
+            bsk_attn_layout_free(&Hl); bsk_attn_layout_free(&Dl);
+        }
+        bsk_cuda_free(dp.q.data); bsk_cuda_free(dp.k.data);
+        free(q.host); free(k.host);
     }
     bsk_destroy(cpu);
     bsk_destroy(ctx);

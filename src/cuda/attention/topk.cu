@@ -222,6 +222,7 @@ struct SelArgs {
     int64_t qsb, qss, qsh, ksb, kss, ksh;
     int l2pf; /* warp select: prefetch all the CTA's rows into L2 first (direct-read pre-pooled rows; hook bit 4: on) */
     int qmap; /* warp select: warp w scores query blocks 4w .. 4w+3 against key blocks 2 lane, +1 (hook bit 5) */
+    int exact; /* pooled select: every candidate through the exact fp64 path (hook bit 10, tests) */
     int P, heads, kv_heads, group, mq, nb, bq, bk, causal, top_k, keep_first, keep_diag, cap;
     int64_t seq_q, seq_k, off;
     const int32_t *kv_lens;
@@ -563,20 +564,26 @@ __device__ __forceinline__ uint64_t score_key(double s)
     return (u >> 63) ? ~u : (u | 0x8000000000000000ull);
 }
 
-/* One score element e of a lane's 4 x 2 block: query values q[0..3] (two double2 reads), key values k[0..1] (one),
-   8 fma, each score's chain in e order as on every path and in the CPU gate. */
+/* The 8 fma of one score element of a lane's 4 x 2 block (query values q[0..3], key values k[0..1]), each score's
+   chain in e order: fp64 (as on every path and in the CPU gate) or the fp32 pre-scores of the pooled select. */
+__device__ __forceinline__ double fmx(double a, double b, double c) { return fma(a, b, c); }
+__device__ __forceinline__ float fmx(float a, float b, float c) { return fmaf(a, b, c); }
+template <typename F>
+__device__ __forceinline__ void fma4x2v(F (&acc)[4][2], const F q0, const F q1, const F q2, const F q3, const F k0, const F k1)
+{
+    const F q[4] = {q0, q1, q2, q3};
+#pragma unroll
+    for (int r = 0; r < 4; r++) {
+        acc[r][0] = fmx(q[r], k0, acc[r][0]);
+        acc[r][1] = fmx(q[r], k1, acc[r][1]);
+    }
+}
+/* fp64: two double2 reads of query values, one of key values */
 __device__ __forceinline__ void fma4x2(double (&acc)[4][2], const double *q, const double *k)
 {
     const double2 qa = *reinterpret_cast<const double2 *>(q), qb = *reinterpret_cast<const double2 *>(q + 2);
     const double2 k2 = *reinterpret_cast<const double2 *>(k);
-    acc[0][0] = fma(qa.x, k2.x, acc[0][0]);
-    acc[0][1] = fma(qa.x, k2.y, acc[0][1]);
-    acc[1][0] = fma(qa.y, k2.x, acc[1][0]);
-    acc[1][1] = fma(qa.y, k2.y, acc[1][1]);
-    acc[2][0] = fma(qb.x, k2.x, acc[2][0]);
-    acc[2][1] = fma(qb.x, k2.y, acc[2][1]);
-    acc[3][0] = fma(qb.y, k2.x, acc[3][0]);
-    acc[3][1] = fma(qb.y, k2.y, acc[3][1]);
+    fma4x2v(acc, qa.x, qa.y, qb.x, qb.y, k2.x, k2.y);
 }
 
 /* n rounds over the entries of `avail` (bit t of lane l: key block l + 32 t): each round takes the best entry not
@@ -724,27 +731,45 @@ __global__ void __launch_bounds__(WS_THREADS) select_warp_kernel(const SelArgs a
     }
 }
 
-/* Pooled select (session 7): the pre-pooled direct-read gate for nb <= 64 key blocks, rows of at most 512 bytes
-   in 16-byte aligned vectors. One CTA (256 threads) per (batch, head, PS_QT = 16 query blocks), one pass:
+/* Pooled select (sessions 7 and 8): the pre-pooled direct-read gate for nb <= 64 key blocks, rows of at most 512
+   bytes in 16-byte aligned vectors. One CTA per (batch, head, NRT row tiles of 16 query blocks): NRT = 2 (default,
+   512 threads) takes tiles t and T - 1 - t (T tiles per head), so that under causal masking every CTA scores about
+   the same number of (query block, key block) pairs; NRT = 1 (256 threads, hook bit 512) one tile. One pass:
    - every thread issues all its 16-byte loads of the CTA's rows at once (key k = tid % 64 of element groups
-     tid / 64, +4, ...; query row tid % 16 of groups tid / 16, +16): one memory round trip, where the warp select
-     took two chunks of 2-byte loads. Each value is converted once (through fp32 to fp64, as the CPU gate) into
-     kT[e][64] / qT[e][16] in shared memory (a warp stores 32 consecutive keys of one e: no bank conflict); key
-     blocks >= nb and query blocks past the tile are 0 and never read as scores;
-   - warps 0..3 score as the warp select does (lane (lq, lk): query blocks 4 lq .. +3 x key blocks 16 w + 2 lk, +1;
-     per e two double2 query reads and one key read feed 8 DFMA), one fp64 fma chain over all e in order per
-     score, with no element chunks and no barrier inside the loop; warps whose 16 key blocks are all >= nb skip;
-   - warp w selects query blocks w and w + 8 together: the two rows' arg-max rounds (or mirrored rounds) run
-     interleaved, so each round's three warp reductions of one row overlap the other's; the same order keys, the
-     same tie rule (lower block first) as the warp select and the CPU gate; then the compaction of write_row.
-   The output lines of the CTA's layout rows are prefetched to L2 at the start (their address translation and
-   line fetch overlap the row loads instead of trailing the last store). */
+     tid / 64, + KGS, ...; query row tid % QR of groups tid / QR, + 16), key blocks no row of the CTA can take (past
+     kv_len, or after the last row's causal limit) not at all. Each value goes to shared memory as fp32 (exact:
+     bf16, f16 and f32 values are fp32 values), transposed (kT[e][64], qT[e][QR]), and each thread adds the squares
+     of its values to a partial sum of its row's squared norm;
+   - pre-scores in fp32 on all warps: warp (row tile, e-half, key group of 16) x lane (4 query blocks x 2 key
+     blocks), one float4 query read and one float2 key read per 8 FFMA, 4 interleaved chains per score, the two
+     e-halves added in the selection; a warp whose key group holds no candidate of its row tile skips, and the key
+     groups rotate with the SMSP so that a causal CTA's live warps spread over the four SMSPs;
+   - selection, warp w: CTA rows w and w + WARPS, rounds interleaved. The CPU gate keeps the `room` best candidates
+     by their fp64 fma chain (ties to the lower block). The fp32 pre-score v_j differs from that fp64 score by at
+     most E (ps_bound: the rounding of both sums bounded by (gamma_32(d) + gamma_64(P)) sum_e |q_e k_e| <=
+     (...) ||q|| max_j ||k_j||, plus underflow terms), so after fp32 rounds pick the room best by v (the set T),
+     a candidate of T whose v exceeds the best v outside T by more than 2 E is kept for sure, one outside T whose
+     v is more than 2 E below the worst of T is dropped for sure; only the rest (A: typically none, on a near tie
+     the two at the boundary, on exact ties all) gets its exact fp64 chain (the CPU's, over e in order from the
+     same fp32 values) and the room - |sure| best of A by exact score and the CPU's tie rule join the sure ones —
+     the CPU's selection by construction. Non-finite pre-scores or bound: every candidate goes to A. Up to two
+     members per warp (the usual case) have their key rows converted to fp64 by all lanes first, so that each chain
+     is loads and DFMA only; more take one lane each, converting as they go. Hook bit 1024 sends every candidate of
+     every row to A (the exact path everywhere, tests);
+   - compaction of the kept blocks in ascending order into the full / partial lists, as write_row.
+   The output lines of the CTA's layout rows are prefetched to L2 at the start.
+   Session 7's one-pass select scored every pair in fp64 (4 warps, fp64 staging): 14.9 us at D=128, 11.6 at D=64
+   (H100, B4 H16 S8192, top_k 6); session 8's figures: docs/attention-notes.md. */
 #define PS_QT 16
-#define PS_THREADS 256
 
-size_t select_pooled_smem(int P) { return ((size_t)P * (64 + PS_QT) + (size_t)PS_QT * 64) * sizeof(double); }
+size_t select_pooled_smem(int P, int nrt)
+{
+    const size_t QR = (size_t)PS_QT * nrt, threads = 256 * (size_t)nrt, warps = threads / 32;
+    return warps * 4 * (size_t)P * sizeof(double) +                       /* qd: exact path's query and key rows */
+           ((size_t)P * (64 + QR) + QR * 128 + (threads / 64) * 64 + 17 * QR) * sizeof(float); /* kT qT sc knp qnp e2s */
+}
 
-/* 16-byte vector of the source type as fp64 values (bf16 / f16: 8, f32: 4), each through fp32 as the CPU gate. */
+/* 16-byte vector of the source type as fp32 values (bf16 / f16: 8, f32: 4): exact conversions. */
 __device__ __forceinline__ float ps_f32(const __nv_bfloat16 *, uint32_t bits) { return __uint_as_float(bits << 16); }
 __device__ __forceinline__ float ps_f32(const __half *, uint32_t bits)
 {
@@ -754,26 +779,112 @@ __device__ __forceinline__ float ps_f32(const __half *, uint32_t bits)
 }
 template <typename T> struct PsVec {
     enum { N = 8 };
-    static __device__ __forceinline__ void cvt(const uint4 r, double *o)
+    static __device__ __forceinline__ void cvt(const uint4 r, float *o)
     {
         const uint32_t w[4] = {r.x, r.y, r.z, r.w};
 #pragma unroll
         for (int u = 0; u < 4; u++) {
-            o[2 * u] = (double)ps_f32((const T *)0, w[u] & 0xffffu);
-            o[2 * u + 1] = (double)ps_f32((const T *)0, w[u] >> 16);
+            o[2 * u] = ps_f32((const T *)0, w[u] & 0xffffu);
+            o[2 * u + 1] = ps_f32((const T *)0, w[u] >> 16);
         }
     }
 };
 template <> struct PsVec<float> {
     enum { N = 4 };
-    static __device__ __forceinline__ void cvt(const uint4 r, double *o)
+    static __device__ __forceinline__ void cvt(const uint4 r, float *o)
     {
-        o[0] = (double)__uint_as_float(r.x);
-        o[1] = (double)__uint_as_float(r.y);
-        o[2] = (double)__uint_as_float(r.z);
-        o[3] = (double)__uint_as_float(r.w);
+        o[0] = __uint_as_float(r.x);
+        o[1] = __uint_as_float(r.y);
+        o[2] = __uint_as_float(r.z);
+        o[3] = __uint_as_float(r.w);
     }
 };
+
+/* One 16-byte vector of a row (its element group g) into a transposed fp32 array, dst[e * ld + col] for the
+   vector's elements e, and the squares of its values added to ss (the same staging for key and query rows). */
+template <typename T>
+__device__ __forceinline__ void ps_stage(const uint4 r, int g, float *dst, int ld, int col, float &ss)
+{
+    float v[PsVec<T>::N];
+    PsVec<T>::cvt(r, v);
+#pragma unroll
+    for (int x = 0; x < PsVec<T>::N; x++) {
+        dst[(g * PsVec<T>::N + x) * ld + col] = v[x];
+        ss = fmaf(v[x], v[x], ss);
+    }
+}
+
+/* fp32: one float4 read of query values, one float2 of key values, into one of the interleaved chains */
+__device__ __forceinline__ void fma4x2f(float (&acc)[4][2], const float *q, const float *k)
+{
+    const float4 q4 = *reinterpret_cast<const float4 *>(q);
+    const float2 k2 = *reinterpret_cast<const float2 *>(k);
+    fma4x2v(acc, q4.x, q4.y, q4.z, q4.w, k2.x, k2.y);
+}
+
+/* Error bound of the pre-score. For a query row and a key row (P elements, fp32 values), the fp32 pre-score v
+   (4 interleaved fma chains over each e-half, combined (c0 + c1) + (c2 + c3), the halves added) and the CPU's fp64
+   fma chain s over e in order satisfy |v - s| <= E: each product term meets at most d = ceil(P / 8) + 3 fp32
+   roundings and P fp64 ones, so |v - S| <= gamma_32(d) sum|q_e k_e| and |s - S| <= gamma_64(P) sum|q_e k_e| (S
+   the exact sum), sum|q_e k_e| <= ||q|| ||k|| (Cauchy-Schwarz), ||x||^2 <= (ss + P 2^-125) / (1 - gamma_32(P)) for
+   ss the fp32 sum of the squares (any order). gamma_32(d) + gamma_64(P) <= 2 d 2^-24 and 1 / (1 - gamma_32(P)) <=
+   1 + P 2^-22 for P <= 256. Absolute terms cover underflow and, were the build ever flushing fp32 denormals, their
+   flush (per operation 2^-126; a flushed input x_e costs |x_e y_e| <= 2^-126 |y_e|, at most 2^-126 sqrt(P) ||y||):
+   2^-125 (P + 8 + 16 (||q|| + ||k||)). Computed in fp32 with every operation rounded up (all terms are
+   non-negative), so the result bounds the exact expression; overflow gives +inf and NaN input NaN, and the
+   caller's tests (difference rounded down > 2 E) then fail: the exact path. ps_norm_up: the bound of ||x|| from ss. */
+__device__ __forceinline__ float ps_norm_up(float ss, int P)
+{
+    return __fsqrt_ru(__fmul_ru(__fadd_ru(ss, (float)P * 0x1p-125f), 1.0f + (float)P * 0x1p-22f));
+}
+__device__ __forceinline__ float ps_bound2(float nqs, float nks, int P) /* 2 E, from the norm bounds */
+{
+    const float gup = (float)(2 * ((P + 7) / 8 + 3)) * 0x1p-24f;
+    const float abs_err = __fmul_ru(__fadd_ru((float)(P + 8), __fmul_ru(16.0f, __fadd_ru(nqs, nks))), 0x1p-125f);
+    return __fmul_ru(2.0f, __fadd_ru(__fmul_ru(__fmul_ru(gup, nks), nqs), abs_err));
+}
+
+/* A float as a 32-bit key whose unsigned order is the float order (-0 below +0; NaN never reaches it), and back. */
+__device__ __forceinline__ unsigned ps_key32(float f)
+{
+    const unsigned u = __float_as_uint(f);
+    return (u >> 31) ? ~u : (u | 0x80000000u);
+}
+__device__ __forceinline__ float ps_unkey32(unsigned k) { return __uint_as_float((k >> 31) ? (k & 0x7fffffffu) : ~k); }
+
+/* n[x] + 1 rounds over row x's 32-bit keys (bit t of lane l: key block l + 32 t; key 0: not available), NR rows at
+   once: each round takes the largest key left (the winner: the lowest lane holding it); taken[x] the first n[x]
+   winners, kn[x] the n[x]-th round's key, kn1[x] the (n[x] + 1)-th round's. Equal keys may go either way: the
+   caller trusts only separations beyond the error bound. n[x] == 0: nothing. */
+template <int NR>
+__device__ __forceinline__ void ps_rounds32(const unsigned (&key)[NR][2], const int (&n)[NR], unsigned (&taken)[NR],
+                                            unsigned (&kn)[NR], unsigned (&kn1)[NR], int lane)
+{
+    int nmax = 0;
+#pragma unroll
+    for (int x = 0; x < NR; x++) {
+        taken[x] = kn[x] = kn1[x] = 0;
+        if (n[x] > 0) nmax = max(nmax, n[x] + 1);
+    }
+    for (int r = 0; r < nmax; r++) {
+        unsigned lk[NR], m[NR];
+        int lt[NR];
+#pragma unroll
+        for (int x = 0; x < NR; x++) {
+            const unsigned k0 = (taken[x] & 1u) ? 0u : key[x][0], k1 = (taken[x] & 2u) ? 0u : key[x][1];
+            lt[x] = k1 > k0;
+            lk[x] = n[x] > 0 && r <= n[x] ? (lt[x] ? k1 : k0) : 0u;
+            m[x] = __reduce_max_sync(0xffffffffu, lk[x]);
+        }
+#pragma unroll
+        for (int x = 0; x < NR; x++) {
+            const unsigned win = __ballot_sync(0xffffffffu, m[x] != 0u && lk[x] == m[x]);
+            if (r < n[x] && win && lane == __ffs(win) - 1) taken[x] |= 1u << lt[x];
+            if (r == n[x] - 1) kn[x] = m[x];
+            if (r == n[x]) kn1[x] = m[x];
+        }
+    }
+}
 
 /* bsk__topk_candidate, bsk__topk_diagonal and bsk__attn_tile_class in 32-bit arithmetic: the host takes this kernel
    only where every sequence position, block size and offset stays far below 2^31 (ps_fits), so the results are
@@ -841,121 +952,296 @@ __device__ __forceinline__ void ps_rounds(const uint64_t (&key)[NR][KPL], const 
     }
 }
 
-template <typename T>
-__global__ void __launch_bounds__(PS_THREADS, 2) select_pooled_kernel(const SelArgs a)
+/* Member idx of a warp's set A, numbered (row x, slot t, lane) in that order from the ballots bxt of A's slot-t bits
+   of row x: 64 x + its key block. */
+__device__ __forceinline__ int ps_member(int idx, unsigned b00, unsigned b01, unsigned b10, unsigned b11)
 {
-    extern __shared__ double psm[];
+    const int c00 = __popc(b00), c01 = __popc(b01), c10 = __popc(b10);
+    unsigned mk;
+    int xt;
+    if (idx < c00) { xt = 0; mk = b00; }
+    else if ((idx -= c00) < c01) { xt = 1; mk = b01; }
+    else if ((idx -= c01) < c10) { xt = 2; mk = b10; }
+    else { idx -= c10; xt = 3; mk = b11; }
+    for (int c = 0; c < idx; c++) mk &= mk - 1u;
+    return 64 * (xt >> 1) + __ffs(mk) - 1 + 32 * (xt & 1);
+}
+
+template <typename T, int NRT>
+__global__ void __launch_bounds__(256 * NRT, 2 / NRT) select_pooled_kernel(const SelArgs a)
+{
+    enum { THREADS = 256 * NRT, QR = PS_QT * NRT, KGS = THREADS / 64, NKU = 32 / KGS, WARPS = THREADS / 32 };
     typedef PsVec<T> V;
+    extern __shared__ double psm[];
     const int P = a.P, nb = a.nb, EG = P / V::N; /* 16-byte groups per row (<= 32) */
-    double *kT = psm, *qT = kT + P * 64, *sc = qT + P * PS_QT; /* kT[e][64], qT[e][16], sc[16][64] */
+    double *qd = psm;                     /* [WARPS][4][P]: exact path, the warp's query rows and up to 2 key rows in fp64 */
+    float *kT = reinterpret_cast<float *>(qd + WARPS * 4 * P);  /* [P][64] */
+    float *qT = kT + P * 64;                                     /* [P][QR] */
+    float *sc = qT + P * QR;                                     /* [QR][2][64]: the e-halves' pre-scores */
+    float *knp = sc + QR * 128;                                  /* [KGS][64]: partial squared norms of key rows */
+    float *qnp = knp + KGS * 64;                                 /* [16][QR]: of query rows */
+    float *e2s = qnp + 16 * QR;                                  /* [QR]: each CTA row's 2 E (ps_bound2) */
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     cudaGridDependencySynchronize();
 #endif
-    /* grid (query tiles, heads, batch): no index division but h / group */
     const int tid = threadIdx.x, w = tid >> 5, lane = tid & 31;
     const int h = (int)blockIdx.y, b = (int)blockIdx.z, hk = h / a.group;
-    const int i0 = (int)blockIdx.x * PS_QT, nrow = min(PS_QT, a.mq - i0);
-    const int64_t row0 = ((int64_t)b * a.heads + h) * a.mq + i0;
-
-    /* ---- all loads at once */
-    const int kk = tid & 63, kg = tid >> 6, qq = tid & 15, qg = tid >> 4;
-    const T *kp = reinterpret_cast<const T *>(a.ksrc) + b * a.ksb + hk * a.ksh + kk * a.kss + kg * V::N;
-    const T *qp = reinterpret_cast<const T *>(a.qsrc) + b * a.qsb + h * a.qsh + (int64_t)(i0 + qq) * a.qss + qg * V::N;
-    uint4 kr[8], qr[2];
-#pragma unroll
-    for (int u = 0; u < 8; u++)
-        kr[u] = kk < nb && kg + 4 * u < EG ? __ldg(reinterpret_cast<const uint4 *>(kp + 4 * u * V::N)) : make_uint4(0, 0, 0, 0);
-#pragma unroll
-    for (int u = 0; u < 2; u++)
-        qr[u] = qq < nrow && qg + 16 * u < EG ? __ldg(reinterpret_cast<const uint4 *>(qp + 16 * u * V::N)) : make_uint4(0, 0, 0, 0);
-    if (w == 7 && lane < 4) { /* the layout lines this CTA writes: translated and fetched while the rows load */
-        const int32_t *o = lane == 0 ? a.fc + row0 : lane == 1 ? a.pc + row0 : lane == 2 ? a.fi + row0 * a.cap : a.pi + row0 * a.cap;
-        if (a.cap > 0 || lane < 2) prefetch_l2(o);
-    }
     const int seq_k = (int)a.seq_k, seq_q = (int)a.seq_q, off = (int)a.off, bq = a.bq, bk = a.bk;
+    /* row tiles: first query block ti0[r], rows tnr[r] (0: absent) */
+    const int ntile = (a.mq + PS_QT - 1) / PS_QT, t0 = (int)blockIdx.x, t1 = NRT == 2 ? ntile - 1 - t0 : t0;
+    /* (scalars, selected by the tile index: indexed arrays went to local memory) */
+    const int ti0a = t0 * PS_QT, tnra = min(PS_QT, a.mq - ti0a), ti0b = t1 * PS_QT;
+    const int tnrb = NRT == 2 && t1 != t0 ? min(PS_QT, a.mq - ti0b) : 0;
+    const int tq1a = min((ti0a + tnra) * bq, seq_q), tq1b = tnrb > 0 ? min((ti0b + tnrb) * bq, seq_q) : 0; /* last row's end */
     int kvl = seq_k;
     if (a.kv_lens) { const int t = a.kv_lens[b]; kvl = t < 0 ? 0 : (t > seq_k ? seq_k : t); }
+    const int q1max = max(tq1a, tq1b);
 
-    /* ---- fp64 in shared memory, transposed */
+    /* ---- all loads at once: key blocks some row of the CTA can take, the CTA's query rows */
+    const int kk = tid & 63, kg = tid >> 6, qq = tid % QR, qg = tid / QR, qm = qq & (PS_QT - 1), qr = qq / PS_QT;
+    const bool kload = kk < nb && ps_cand(kk, bk, q1max, kvl, a.causal, off), qload = qm < (qr ? tnrb : tnra);
+    const T *kp = reinterpret_cast<const T *>(a.ksrc) + b * a.ksb + hk * a.ksh + kk * a.kss + kg * V::N;
+    const T *qp = reinterpret_cast<const T *>(a.qsrc) + b * a.qsb + h * a.qsh + (int64_t)((qr ? ti0b : ti0a) + qm) * a.qss +
+                  qg * V::N;
+    uint4 kr[NKU], qv[2];
 #pragma unroll
-    for (int u = 0; u < 8; u++) {
-        if (kg + 4 * u < EG) {
-            double v[V::N];
-            V::cvt(kr[u], v);
+    for (int u = 0; u < NKU; u++)
+        kr[u] = kload && kg + KGS * u < EG ? __ldg(reinterpret_cast<const uint4 *>(kp + KGS * u * V::N)) : make_uint4(0, 0, 0, 0);
 #pragma unroll
-            for (int x = 0; x < V::N; x++) kT[((kg + 4 * u) * V::N + x) * 64 + kk] = v[x];
+    for (int u = 0; u < 2; u++)
+        qv[u] = qload && qg + 16 * u < EG ? __ldg(reinterpret_cast<const uint4 *>(qp + 16 * u * V::N)) : make_uint4(0, 0, 0, 0);
+    if (w == WARPS - 1 && lane < 4 * NRT && ((lane >> 2) ? tnrb : tnra) > 0) { /* the layout lines this CTA writes */
+        const int64_t row0 = ((int64_t)b * a.heads + h) * a.mq + ((lane >> 2) ? ti0b : ti0a);
+        const int c = lane & 3;
+        const int32_t *o = c == 0 ? a.fc + row0 : c == 1 ? a.pc + row0 : c == 2 ? a.fi + row0 * a.cap : a.pi + row0 * a.cap;
+        if (a.cap > 0 || c < 2) prefetch_l2(o);
+    }
+
+    /* ---- fp32 in shared memory, transposed; partial squared norms */
+    {
+        float ss = 0.0f;
+#pragma unroll
+        for (int u = 0; u < NKU; u++)
+            if (kg + KGS * u < EG) ps_stage<T>(kr[u], kg + KGS * u, kT, 64, kk, ss);
+        knp[kg * 64 + kk] = ss;
+        ss = 0.0f;
+#pragma unroll
+        for (int u = 0; u < 2; u++)
+            if (qg + 16 * u < EG) ps_stage<T>(qv[u], qg + 16 * u, qT, QR, qq, ss);
+        qnp[qg * QR + qq] = ss;
+    }
+    __syncthreads();
+
+    /* ---- the error bounds, by the last warp before its scoring (off the selection's critical path): the largest
+       squared norm of a key block that is a candidate anywhere (fp32 bits: the order of non-negative floats; NaN
+       above +inf), each CTA row's squared norm (16 partial sums), its 2 E */
+    if (w == WARPS - 1) {
+        unsigned knb = 0;
+#pragma unroll
+        for (int t = 0; t < 2; t++) {
+            const int j = lane + 32 * t;
+            if (j < nb && j * bk < kvl) {
+                float s = 0.0f;
+#pragma unroll
+                for (int c = 0; c < KGS; c++) s += knp[c * 64 + j];
+                knb = max(knb, __float_as_uint(s));
+            }
+        }
+        const float nks = ps_norm_up(__uint_as_float(__reduce_max_sync(0xffffffffu, knb)), P);
+        if (lane < QR) {
+            float nq = 0.0f;
+#pragma unroll
+            for (int c = 0; c < 16; c++) nq += qnp[c * QR + lane];
+            e2s[lane] = ps_bound2(ps_norm_up(nq, P), nks, P);
         }
     }
+    /* ---- fp32 pre-scores: warp (row tile r, e-half hh, key group g) */
+    {
+        /* key group g = (SMSP + 2 hh + r) mod 4 (warp w runs on SMSP w mod 4): the live tasks of a causal CTA (tile t
+           needs groups 0 .. t) spread over the four SMSPs, at most 3 per SMSP where the identity map put 4 on SMSP 0 */
+        const int r = w >> 3, hh = (w >> 2) & 1, g = ((w & 3) + 2 * hh + r) & 3;
+        if ((r ? tnrb : tnra) > 0 && 16 * g < nb && ps_cand(16 * g, bk, r ? tq1b : tq1a, kvl, a.causal, off)) {
+            const int qi = PS_QT * r + 4 * (lane >> 3), kj = 16 * g + 2 * (lane & 7), eh = P >> 1;
+            const float *qs = qT + hh * eh * QR + qi, *ks = kT + hh * eh * 64 + kj;
+            float acc[4][4][2];
 #pragma unroll
-    for (int u = 0; u < 2; u++) {
-        if (qg + 16 * u < EG) {
-            double v[V::N];
-            V::cvt(qr[u], v);
+            for (int s = 0; s < 4; s++)
 #pragma unroll
-            for (int x = 0; x < V::N; x++) qT[((qg + 16 * u) * V::N + x) * PS_QT + qq] = v[x];
+                for (int x = 0; x < 4; x++) acc[s][x][0] = acc[s][x][1] = 0.0f;
+            int e = 0;
+#pragma unroll 2
+            for (; e + 4 <= eh; e += 4) {
+#pragma unroll
+                for (int s = 0; s < 4; s++) fma4x2f(acc[s], qs + (e + s) * QR, ks + (e + s) * 64);
+            }
+            if (e < eh) fma4x2f(acc[0], qs + e * QR, ks + e * 64);
+            if (e + 1 < eh) fma4x2f(acc[1], qs + (e + 1) * QR, ks + (e + 1) * 64);
+            if (e + 2 < eh) fma4x2f(acc[2], qs + (e + 2) * QR, ks + (e + 2) * 64);
+#pragma unroll
+            for (int x = 0; x < 4; x++) {
+                float2 o;
+                o.x = (acc[0][x][0] + acc[1][x][0]) + (acc[2][x][0] + acc[3][x][0]);
+                o.y = (acc[0][x][1] + acc[1][x][1]) + (acc[2][x][1] + acc[3][x][1]);
+                *reinterpret_cast<float2 *>(sc + (qi + x) * 128 + hh * 64 + kj) = o;
+            }
         }
     }
     __syncthreads();
 
-    /* ---- scores: warps 0..3, 16 query blocks x 16 key blocks each */
-    if (w < 4 && 16 * w < nb) {
-        const int qi = 4 * (lane >> 3), kj = 16 * w + 2 * (lane & 7);
-        const double *qs = qT + qi, *ks = kT + kj;
-        double acc[4][2];
-#pragma unroll
-        for (int r = 0; r < 4; r++) acc[r][0] = acc[r][1] = 0.0;
-#pragma unroll 4
-        for (int e = 0; e < P; e++) {
-            fma4x2(acc, qs + e * PS_QT, ks + e * 64);
-        }
-#pragma unroll
-        for (int r = 0; r < 4; r++)
-            *reinterpret_cast<double2 *>(sc + (qi + r) * 64 + kj) = make_double2(acc[r][0], acc[r][1]);
-    }
-    __syncthreads();
-
-    /* ---- selection: warp w, query blocks w and w + 8 of the tile */
+    /* ---- selection: warp w, CTA rows w and w + WARPS */
     const int NR = 2;
-    uint64_t key[NR][2];
-    unsigned cand[NR], forced[NR], keep[NR], taken[NR];
-    int n[NR], q0[NR], q1[NR];
+    unsigned cand[NR], forced[NR], keep[NR], sure[NR], amb[NR], key[NR][2];
+    int n[NR], q0[NR], q1[NR], room[NR], mrow[NR];
     bool rev[NR];
+    float v[NR][2];
+    float E2[NR];
 #pragma unroll
     for (int x = 0; x < NR; x++) {
-        const int i = w + 8 * x;
-        const bool live = i < nrow;
-        q0[x] = (i0 + i) * bq;
+        const int m = w + WARPS * x, r = m / PS_QT, mi = m & (PS_QT - 1);
+        const bool live = mi < (r ? tnrb : tnra);
+        mrow[x] = m;
+        q0[x] = ((r ? ti0b : ti0a) + mi) * bq;
         q1[x] = min(q0[x] + bq, seq_q);
         const int jd = live && a.keep_diag ? ps_diag(bk, q1[x], kvl, a.causal, off) : -1;
         cand[x] = forced[x] = 0;
 #pragma unroll
         for (int t = 0; t < 2; t++) {
             const int j = lane + 32 * t;
-            key[x][t] = 0;
             if (live && j < nb && ps_cand(j, bk, q1[x], kvl, a.causal, off)) {
-                key[x][t] = score_key(sc[i * 64 + j]);
                 if ((a.keep_first && j == 0) || j == jd) forced[x] |= 1u << t;
                 else cand[x] |= 1u << t;
             }
         }
         const int nc = __reduce_add_sync(0xffffffffu, __popc(cand[x]));
-        const int room = a.top_k - __reduce_add_sync(0xffffffffu, __popc(forced[x]));
-        keep[x] = forced[x];
+        room[x] = a.top_k - __reduce_add_sync(0xffffffffu, __popc(forced[x]));
+        keep[x] = forced[x] | (room[x] >= nc ? cand[x] : 0u);
+        sure[x] = amb[x] = 0;
         n[x] = 0;
         rev[x] = false;
-        if (room >= nc) keep[x] |= cand[x];
-        else if (room > 0) {
-            rev[x] = room > nc - room;
-            n[x] = rev[x] ? nc - room : room;
+        if (room[x] > 0 && room[x] < nc) { /* warp-uniform */
+            bool bad = a.exact != 0;
+#pragma unroll
+            for (int t = 0; t < 2; t++) {
+                const int j = lane + 32 * t;
+                v[x][t] = 0.0f;
+                if ((cand[x] >> t) & 1u) {
+                    v[x][t] = sc[m * 128 + j] + sc[m * 128 + 64 + j];
+                    bad |= !isfinite(v[x][t]);
+                }
+            }
+            E2[x] = e2s[m];
+            bad |= !(E2[x] < INFINITY);
+            if (__any_sync(0xffffffffu, bad)) amb[x] = cand[x]; /* every candidate to the exact path */
+            else {
+                rev[x] = room[x] > nc - room[x];
+                n[x] = rev[x] ? nc - room[x] : room[x];
+            }
+#pragma unroll
+            for (int t = 0; t < 2; t++) {
+                const unsigned k = ps_key32(v[x][t]);
+                key[x][t] = n[x] > 0 && ((cand[x] >> t) & 1u) ? (rev[x] ? ~k : k) : 0u;
+            }
+        } else {
+#pragma unroll
+            for (int t = 0; t < 2; t++) { v[x][t] = 0.0f; key[x][t] = 0u; }
+            E2[x] = 0.0f;
         }
     }
-    ps_rounds<2, NR>(key, cand, n, rev, taken, lane);
+    /* fp32 rounds: T = the room best by pre-score; the boundary pair (the worst of T, the best outside T) */
+    {
+        unsigned taken[NR], kn[NR], kn1[NR];
+        ps_rounds32<NR>(key, n, taken, kn, kn1, lane);
+#pragma unroll
+        for (int x = 0; x < NR; x++) {
+            if (n[x] == 0) continue; /* warp-uniform */
+            const float vb = ps_unkey32(rev[x] ? ~kn[x] : kn[x]), vb1 = ps_unkey32(rev[x] ? ~kn1[x] : kn1[x]);
+            const float lo_in = rev[x] ? vb1 : vb, hi_out = rev[x] ? vb : vb1;
+            const unsigned in_t = rev[x] ? cand[x] & ~taken[x] : taken[x];
+#pragma unroll
+            for (int t = 0; t < 2; t++) {
+                if (!((cand[x] >> t) & 1u)) continue;
+                const float vj = v[x][t]; /* differences rounded down */
+                if ((in_t >> t) & 1u) {
+                    if (__fsub_rd(vj, hi_out) > E2[x]) sure[x] |= 1u << t;
+                    else amb[x] |= 1u << t;
+                } else if (!(__fsub_rd(lo_in, vj) > E2[x])) amb[x] |= 1u << t;
+            }
+        }
+    }
+    /* exact path for the candidates in A: their fp64 chains (the CPU's), then the room - |sure| best of A */
+    if (__any_sync(0xffffffffu, (amb[0] | amb[1]) != 0u)) { /* warp-uniform */
+        __syncwarp(); /* every lane has read its pre-scores: the rows' sc lines become the exact scores */
+        /* the members of A, (row x, slot t, lane) in that order: ballots b00 b01 b10 b11 */
+        const unsigned b00 = __ballot_sync(0xffffffffu, amb[0] & 1u), b01 = __ballot_sync(0xffffffffu, amb[0] & 2u);
+        const unsigned b10 = __ballot_sync(0xffffffffu, amb[1] & 1u), b11 = __ballot_sync(0xffffffffu, amb[1] & 2u);
+        const int c00 = __popc(b00), c01 = __popc(b01), c10 = __popc(b10), total = c00 + c01 + c10 + __popc(b11);
+#pragma unroll
+        for (int x = 0; x < NR; x++)
+            if (x ? (b10 | b11) : (b00 | b01))
+#pragma unroll 4
+                for (int e = lane; e < P; e += 32) qd[(w * 4 + x) * P + e] = (double)qT[e * QR + mrow[x]];
+        if (total <= 2) {
+            /* the usual case (the boundary pair): each member's key row converted by all lanes first, so that the
+               chain (lane m) is fp64 loads and DFMA only — its latency is the DFMA chain's */
+            for (int m = 0; m < total; m++) {
+                const int j = ps_member(m, b00, b01, b10, b11) & 63;
+#pragma unroll 4
+                for (int e = lane; e < P; e += 32) qd[(w * 4 + 2 + m) * P + e] = (double)kT[e * 64 + j];
+            }
+            __syncwarp();
+            if (lane < total) {
+                const int xj = ps_member(lane, b00, b01, b10, b11), x = xj >> 6, j = xj & 63;
+                const double *qx = qd + (w * 4 + x) * P, *kx = qd + (w * 4 + 2 + lane) * P;
+                double acc = 0.0;
+#pragma unroll 16
+                for (int e = 0; e < P; e++) acc = fma(qx[e], kx[e], acc);
+                reinterpret_cast<double *>(sc + (x ? mrow[1] : mrow[0]) * 128)[j] = acc;
+            }
+        } else {
+            __syncwarp();
+            for (int base = 0; base < total; base += 32) { /* lane: member base + lane, converting as it goes */
+                if (base + lane < total) {
+                    const int xj = ps_member(base + lane, b00, b01, b10, b11), x = xj >> 6, j = xj & 63;
+                    const double *qx = qd + (w * 4 + x) * P;
+                    const float *kc = kT + j;
+                    double acc = 0.0;
+#pragma unroll 8
+                    for (int e = 0; e < P; e++) acc = fma(qx[e], (double)kc[e * 64], acc);
+                    reinterpret_cast<double *>(sc + (x ? mrow[1] : mrow[0]) * 128)[j] = acc;
+                }
+            }
+        }
+        __syncwarp();
+        uint64_t xkey[NR][2];
+        int xn[NR];
+        bool xrev[NR];
+#pragma unroll
+        for (int x = 0; x < NR; x++) {
+            const double *ex = reinterpret_cast<const double *>(sc + mrow[x] * 128);
+#pragma unroll
+            for (int t = 0; t < 2; t++) xkey[x][t] = (amb[x] >> t) & 1u ? score_key(ex[lane + 32 * t]) : 0;
+            const int na = x ? c10 + __popc(b11) : c00 + c01;
+            const int want = room[x] - __reduce_add_sync(0xffffffffu, __popc(sure[x]));
+            xn[x] = 0;
+            xrev[x] = false;
+            if (want >= na) sure[x] |= amb[x];
+            else if (want > 0) {
+                xrev[x] = want > na - want;
+                xn[x] = xrev[x] ? na - want : want;
+            }
+        }
+        unsigned taken[NR];
+        ps_rounds<2, NR>(xkey, amb, xn, xrev, taken, lane);
+#pragma unroll
+        for (int x = 0; x < NR; x++)
+            if (xn[x] > 0) sure[x] |= xrev[x] ? amb[x] & ~taken[x] : taken[x];
+    }
 #pragma unroll
     for (int x = 0; x < NR; x++) {
-        const int i = w + 8 * x;
-        if (i >= nrow) break; /* warp-uniform */
-        if (n[x] > 0) keep[x] |= rev[x] ? cand[x] & ~taken[x] : taken[x];
-        const int64_t row = row0 + i;
+        const int m = mrow[x], r = m / PS_QT, mi = m & (PS_QT - 1);
+        if (mi >= (r ? tnrb : tnra)) continue; /* warp-uniform */
+        keep[x] |= sure[x];
+        const int64_t row = ((int64_t)b * a.heads + h) * a.mq + (r ? ti0b : ti0a) + mi;
         int nf = 0, np = 0;
 #pragma unroll
         for (int t = 0; t < 2; t++) {
@@ -1031,8 +1317,10 @@ bsk_status launch_select(K kernel, const struct bsk_cuda_state *cst, int variant
    3), bit 4 turns on the direct-read warp select's L2 prefetch of its rows (pre-pooled input; the workspace paths
    never prefetch), bit 5 the warp select's query-per-warp scoring split (a.qmap: measured neutral), bit 6 the early
    conversion of pre-pooled rows (WsStage<T, false>, the default before session 6), bit 7 (128) the direct-read warp
-   select where the one-pass pooled select would run (the default of session 6); variant 3 is the gate as it was
-   before issue 7's rework. Every variant selects the same tiles. */
+   select where the one-pass pooled select would run (the default of session 6), bit 9 (512) the one-pass pooled select
+   with one row tile of 16 query blocks per CTA (256 threads) instead of two, bit 10 (1024) its exact fp64 path for
+   every candidate (tests); variant 3 is the gate as it was before issue 7's rework. Every variant selects the same
+   tiles. */
 extern "C" int bsk__topk_variant;
 int bsk__topk_variant = 0;
 
@@ -1060,6 +1348,7 @@ extern "C" bsk_status bsk_cuda_topk_block_layout(bsk_context *ctx, const bsk_top
     sa.fc = out->full_count; sa.fi = out->full_idx; sa.pc = out->part_count; sa.pi = out->part_idx;
     sa.l2pf = 0;
     sa.qmap = (variant & 32) != 0;
+    sa.exact = 0;
 
     if (p->pooled && !p->w_q && warp_sel) {
         /* pre-pooled input, no projection: the warp select reads the caller's rows directly — the whole gate is
@@ -1072,18 +1361,26 @@ extern "C" bsk_status bsk_cuda_topk_block_layout(bsk_context *ctx, const bsk_top
         sa.l2pf = (variant & 16) != 0;
         const bool late = !(variant & 64);
         const int ve = p->q.dtype == BSK_F32 ? 4 : 8, esz = p->q.dtype == BSK_F32 ? 4 : 2;
-        const size_t psm = select_pooled_smem((int)P);
+        int nrt = (variant & 512) ? 1 : 2; /* row tiles per CTA (two: 512 threads; one where two do not fit) */
+        if (nrt == 2 && select_pooled_smem((int)P, 2) > cst->smem_optin) nrt = 1;
+        const size_t psm = select_pooled_smem((int)P, nrt);
         /* 32-bit positions in the kernel (ps_cand, ps_class: j * bk, q1 - 1 + off stay below 2^31) */
         const int64_t lim = (int64_t)1 << 29, offa = p->causal_offset < 0 ? -p->causal_offset : p->causal_offset;
         const bool ps_fits = d->seq_q <= lim && d->seq_k <= lim && offa <= lim && out->block_q <= (1 << 22) &&
                              out->block_k <= (1 << 22) && d->heads <= 65535 && d->batch <= 65535;
         if (!(variant & 128) && nb <= 64 && P % ve == 0 && P * esz <= 512 && rows16_ok(&p->q, ve) && rows16_ok(&p->k, ve) &&
             psm <= cst->smem_optin && ps_fits) {
-            /* the one-pass pooled select (session 7) */
-            const dim3 ctas((unsigned)((d->mq + PS_QT - 1) / PS_QT), (unsigned)d->heads, (unsigned)d->batch);
-            if (p->q.dtype == BSK_BF16) s = launch_select(select_pooled_kernel<__nv_bfloat16>, cst, variant, ctas, PS_THREADS, psm, stream, sa);
-            else if (p->q.dtype == BSK_F16) s = launch_select(select_pooled_kernel<__half>, cst, variant, ctas, PS_THREADS, psm, stream, sa);
-            else s = launch_select(select_pooled_kernel<float>, cst, variant, ctas, PS_THREADS, psm, stream, sa);
+            /* the one-pass pooled select: fp32 pre-scores, exact fp64 chains only near the cut-off (session 8) */
+            const int64_t tiles = (d->mq + PS_QT - 1) / PS_QT;
+            const dim3 ctas((unsigned)(nrt == 2 ? (tiles + 1) / 2 : tiles), (unsigned)d->heads, (unsigned)d->batch);
+            const int threads = 256 * nrt;
+            sa.exact = (variant & 1024) != 0;
+#define BSK_TOPK_POOLED(T) (nrt == 2 ? launch_select(select_pooled_kernel<T, 2>, cst, variant, ctas, threads, psm, stream, sa) \
+                                     : launch_select(select_pooled_kernel<T, 1>, cst, variant, ctas, threads, psm, stream, sa))
+            if (p->q.dtype == BSK_BF16) s = BSK_TOPK_POOLED(__nv_bfloat16);
+            else if (p->q.dtype == BSK_F16) s = BSK_TOPK_POOLED(__half);
+            else s = BSK_TOPK_POOLED(float);
+#undef BSK_TOPK_POOLED
             if (s) return s;
             ctx->last_kernel = "cuda-topk";
             return BSK_SUCCESS;
