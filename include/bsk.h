@@ -298,7 +298,10 @@ BSK_API bsk_status bsk_bsr_stats_get(const bsk_bsr *A, bsk_bsr_stats *stats);
    thread count; alpha = 0 there gives C = beta·C without reading A or B. Device operands: CUDA backend
    on the context's stream, no host synchronisation; on the device only O(1) checks run on A's arrays
    (call bsk_bsr_validate once per pattern), and the kernels never read or write out of bounds even for
-   malformed indices.
+   malformed indices. On an H100 / H200 the first device call outside a stream capture also queues a
+   one-time probe (~0.3 ms of GPU work, two small allocations) that finds which SMs share each half of the
+   L2; later calls use it to give each half its own work queue on skewed patterns (results are the same
+   either way; environment BSK_L2_PARTITIONS=0 turns the probe off).
    Locations: operands whose `mem` differ, or a CPU context given device operands (a CUDA context given
    host ones): BSK_ERR_WRONG_LOCATION; all operands DEVICE on a context without a device:
    BSK_ERR_NO_DEVICE (decided before the pointers are inspected); with a device, pointers not where

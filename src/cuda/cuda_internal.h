@@ -51,8 +51,9 @@ bsk_status bsk_cuda_workspace(bsk_context *ctx, size_t bytes, void **ptr);
 
 /* ---- which SMs share an L2 partition (src/cuda/l2_partition.cu): a device table of 1025 bytes (smid ->
    0 / 1, byte 1024 = 1) once known, else NULL. The first call outside a stream capture starts the discovery
-   on ctx->stream (two small kernels) and returns NULL; later calls poll its event (never wait) and return the
-   table once it is in and clear. BSK_L2_PARTITIONS=0 turns it off. Any table gives correct results. */
+   on ctx->stream (two small kernels; its one-time buffers come from cudaMalloc / cudaMallocHost, which may
+   synchronise the device once) and returns NULL; later calls poll its event (never wait) and return the table
+   once it is in and clear. BSK_L2_PARTITIONS=0 turns it off. Any table gives correct results. */
 const unsigned char *bsk_cuda_l2_partitions(bsk_context *ctx);
 void bsk_cuda_l2_partitions_release(struct bsk_cuda_state *st);
 /* Test / probe hook: runs the discovery to completion (host-synchronous) and copies out the table (1025
