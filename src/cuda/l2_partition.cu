@@ -25,19 +25,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cuda_internal.h"
+#include "hopper/ptx.cuh" /* sm_id() */
 
 namespace {
 
 constexpr int L2P_LINES = 256;           /* 128-byte lines per SM region (32 KB) */
 constexpr int L2P_SMEM = 120 * 1024;     /* dynamic shared memory: one CTA per SM */
 constexpr long long L2P_SPIN = 20000000; /* cycles a CTA waits for block 0 before giving up (~10 ms) */
-
-__device__ __forceinline__ unsigned l2p_smid()
-{
-    unsigned r;
-    asm volatile("mov.u32 %0, %%smid;" : "=r"(r));
-    return r;
-}
 
 /* lat[b]: cycles per chased load of block b (-1: it gave up), smid[b]: its SM. zero is 0 at run time: the
    loaded value feeds the next address (a true dependence the compiler cannot remove). */
@@ -62,7 +56,7 @@ __global__ void __launch_bounds__(256) l2p_chase(const unsigned *buf, unsigned *
     while (atomicAdd(flag, 0u) == 0u)
         if (clock64() - t0 > L2P_SPIN) {
             lat[b] = -1.0f;
-            smid[b] = (int)l2p_smid();
+            smid[b] = (int)bsk_hopper::sm_id();
             return;
         }
     unsigned idx = 0, v = 0;
@@ -73,7 +67,7 @@ __global__ void __launch_bounds__(256) l2p_chase(const unsigned *buf, unsigned *
     }
     const long long c1 = clock64();
     lat[b] = (float)(c1 - c0) / L2P_LINES + (float)(v & zero);
-    smid[b] = (int)l2p_smid();
+    smid[b] = (int)bsk_hopper::sm_id();
 }
 
 /* table[0..1023]: partition of each smid (0: r's), table[1024]: 1 when the split is clear. One thread. */
