@@ -71,9 +71,6 @@ static void print_prof(spmm_arg *sa)
     free(hb);
 }
 
-/* src/cuda/l2_partition.cu's probe hook (internal) */
-bsk_status bsk__cuda_l2_partition_probe(bsk_context *ctx, unsigned char *table, float *lat, int *smid, int *n);
-
 int main(int argc, char **argv)
 {
     int quick = 0, variants = 0, cf32 = 0, ncu = 0, d1 = 0, ring4 = 0, bands = 0, prof = 0, skew = 0, tall = 0, fin = 0, mc = 0, hint = 0, partcheck = 0,
@@ -110,7 +107,9 @@ int main(int argc, char **argv)
     printf("device: %s, cc %d.%d, %d SMs, L2 %lld MB, driver %d, runtime %d\n", info.name, info.cc_major, info.cc_minor,
            info.multiprocessors, (long long)(info.l2_bytes >> 20), info.driver_version, info.runtime_version);
     printf("size M=N=K=%lld, median of %d, L2 flushed (256 MB memset) before each timed call\n", (long long)M_, ITERS);
-    CK(cudaMalloc(&flush_buf, FLUSH));
+    cublasHandle_t h;
+    bsk_context *ctx;
+    probe_setup(&flush_buf, FLUSH, &ev0, &ev1, &h, &ctx);
     unsigned char *d_part = NULL; /* --part FILE: lines "smid partition" -> device table [1024] */
     if (part_file) {
         unsigned char tab[1024];
@@ -147,12 +146,6 @@ int main(int argc, char **argv)
         }
         bsk_destroy(pc);
     }
-    CK(cudaEventCreate(&ev0));
-    CK(cudaEventCreate(&ev1));
-    cublasHandle_t h;
-    CB(cublasCreate(&h));
-    bsk_context *ctx;
-    CS(bsk_create(&ctx, BSK_BACKEND_CUDA));
 
     const size_t nAK = (size_t)(M_ * K_), nKN = (size_t)(K_ * N_), nMN = (size_t)(M_ * N_);
     uint16_t *hbuf = (uint16_t *)malloc((nAK > nKN ? nAK : nKN) * 2);

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "../src/cuda/hopper/ptx.cuh" /* sm_id(): one wrapper per PTX instruction */
 
 #define CK(x)                                                                                                  \
     do {                                                                                                       \
@@ -31,20 +32,13 @@
         }                                                                                                      \
     } while (0)
 
-static __device__ __forceinline__ unsigned smid_reg(void)
-{
-    unsigned r;
-    asm volatile("mov.u32 %0, %%smid;" : "=r"(r));
-    return r;
-}
-
 /* Every CTA: its SM's entry in sel picks the buffer (0 / 1), or 255 = stay idle. Reads n16 16-byte words of the
    chosen buffer `passes` times, starting at a per-CTA offset, through L2 only (ld.global.cg). */
 __global__ void k_read(const int4 *X0, const int4 *X1, const unsigned char *sel, size_t n16, int passes,
                        unsigned *smid_out, unsigned long long *sink)
 {
     extern __shared__ int4 pad[]; /* the large dynamic allocation keeps one CTA per SM */
-    const unsigned sm = smid_reg();
+    const unsigned sm = bsk_hopper::sm_id();
     if (threadIdx.x == 0) smid_out[blockIdx.x] = sm;
     const unsigned char p = sel[sm];
     if (p == 255) return;

@@ -75,6 +75,17 @@ static inline double probe_time(probe_fn f, void *arg, int iters, void *flush, s
     return med;
 }
 
+/* What every probe sets up: the L2-flush buffer, the two timing events, a cuBLAS handle, a CUDA context. */
+static inline void probe_setup(void **flush, size_t flush_bytes, cudaEvent_t *e0, cudaEvent_t *e1, cublasHandle_t *h,
+                               bsk_context **ctx)
+{
+    CK(cudaMalloc(flush, flush_bytes));
+    CK(cudaEventCreate(e0));
+    CK(cudaEventCreate(e1));
+    CB(cublasCreate(h));
+    CS(bsk_create(ctx, BSK_BACKEND_CUDA));
+}
+
 /* cuBLAS dense baseline: row-major C (m x n, type ct) = A (m x k) · B (k x n), both of type dt, fp32 accumulation
    (column-major Cᵀ = Bᵀ·Aᵀ) */
 typedef struct {

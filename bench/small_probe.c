@@ -56,13 +56,9 @@ int main(int argc, char **argv)
     bsk_device_info info;
     CS(bsk_device_query(&info));
     printf("device: %s, %d SMs; median of %d, L2 flushed\n", info.name, info.multiprocessors, ITERS);
-    CK(cudaMalloc(&flush_buf, FLUSH));
-    CK(cudaEventCreate(&ev0));
-    CK(cudaEventCreate(&ev1));
     cublasHandle_t h;
-    CB(cublasCreate(&h));
     bsk_context *ctx;
-    CS(bsk_create(&ctx, BSK_BACKEND_CUDA));
+    probe_setup(&flush_buf, FLUSH, &ev0, &ev1, &h, &ctx);
     const size_t nn = (size_t)(S_ * S_);
     uint16_t *hbuf = (uint16_t *)malloc(nn * 2), *hC = (uint16_t *)malloc(nn * 2);
     float *hR = (float *)malloc(nn * 4);

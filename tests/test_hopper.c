@@ -200,9 +200,6 @@ BSK_TEST(gpu_hopper_spmm_partition_queues)
     bsk_destroy(ctx);
 }
 
-/* src/cuda/l2_partition.cu's probe hook: runs the map discovery to completion, copies the table out. */
-bsk_status bsk__cuda_l2_partition_probe(bsk_context *ctx, unsigned char *table, float *lat, int *smid, int *n);
-
 /* The L2-partition map found by timing on this GPU. Either it is accepted (flag 1: 30-70 % of the SMs on each
    side, the reference SM in partition 0, every table entry 0 / 1) or the whole table stays zero (timings
    distorted, e.g. under compute-sanitizer: nothing half-written is used). Agreement with ncu's fabric counters

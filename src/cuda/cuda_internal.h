@@ -56,10 +56,7 @@ bsk_status bsk_cuda_workspace(bsk_context *ctx, size_t bytes, void **ptr);
    once it is in and clear. BSK_L2_PARTITIONS=0 turns it off. Any table gives correct results. */
 const unsigned char *bsk_cuda_l2_partitions(bsk_context *ctx);
 void bsk_cuda_l2_partitions_release(struct bsk_cuda_state *st);
-/* Test / probe hook: runs the discovery to completion (host-synchronous) and copies out the table (1025
-   bytes), the per-block chase latencies (cycles per load) and SM ids (n = the SM count). */
-extern "C" bsk_status bsk__cuda_l2_partition_probe(bsk_context *ctx, unsigned char *table, float *lat, int *smid,
-                                                   int *n);
+/* Its test / probe hook, bsk__cuda_l2_partition_probe, is declared in hopper/tune.h. */
 
 /* ---- transpose index of a device BSR pattern (src/cuda/pattern_cache.cu), for Aᵀ·B: for block column j,
    its blocks t_ptr[j] .. t_ptr[j+1]-1 in block-row order, each with its block row t_row[] and its index into

@@ -26,6 +26,7 @@
 #include <string.h>
 #include "cuda_internal.h"
 #include "hopper/ptx.cuh" /* sm_id() */
+#include "hopper/tune.h"  /* the probe hook's declaration */
 
 namespace {
 

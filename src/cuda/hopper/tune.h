@@ -2,6 +2,7 @@
    Not part of the public API; plain C so host test code can include it. 0 everywhere means the default. */
 #ifndef BSK_HOPPER_TUNE_H
 #define BSK_HOPPER_TUNE_H
+#include "bsk.h"
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -40,6 +41,10 @@ struct bsk_hopper_tune_s {
                          with -DBSK_HOPPER_PROF (bench/hopper_probe.c --prof); NULL otherwise                 */
 };
 extern struct bsk_hopper_tune_s bsk__hopper_tune;
+/* Probe hook of src/cuda/l2_partition.cu (tests, bench/hopper_probe.c): runs the L2-partition map discovery to
+   completion (host-synchronous) and copies out the table (1025 bytes: smid -> 0 / 1, byte 1024 = valid), the
+   per-block chase latencies (cycles per load) and SM ids; *n = the SM count. */
+bsk_status bsk__cuda_l2_partition_probe(bsk_context *ctx, unsigned char *table, float *lat, int *smid, int *n);
 #ifdef __cplusplus
 }
 #endif
