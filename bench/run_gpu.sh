@@ -3,8 +3,10 @@
 # vs cuBLAS / cuSPARSE (JSON), the SASS check; stage "py" installs the Python package and runs its tests;
 # stage "san" runs compute-sanitizer on the GPU suite's edge tests; stage "train" runs the training-step
 # benchmark (fwd SpMM, Aᵀ·B, SDDMM and the whole step vs cuBLAS; JSON in $OUT/train_bench.json) and prints its
-# table. A short table is printed last.
-# Usage (device machine, repo root): BSK_COMMIT=<sha> bench/run_gpu.sh [main|py|san|train ...]   (default: main)
+# table; stage "attn" runs the attention benchmark with the gate's share (`bsk attention`, JSON in
+# $OUT/attention.json). "main" = "tests" + "bench" (the SpMM grid). A short table is printed last.
+# Usage (device machine, repo root): BSK_COMMIT=<sha> bench/run_gpu.sh [main|tests|bench|py|san|train|attn ...]
+# (default: main)
 set -o pipefail
 OUT=${OUT:-bench/results}
 mkdir -p "$OUT"
@@ -21,11 +23,14 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu --format=cs
 build
 for st in $stages; do
   case $st in
-  main)
-    build/bin/bsk preflight
-    timeout 240 build/bin/bsk_tests > "$OUT/tests.log" 2>&1; rc=$?
+  main|tests|bench)
+    [ "$st" = bench ] || {
+    timeout 300 build/bin/bsk_tests > "$OUT/tests.log" 2>&1; rc=$?
     grep -E "^FAIL|failed \(|CHECK|REQUIRE|rel err" "$OUT/tests.log" | head -20
     summary+=("tests (all): rc=$rc $(tail -1 "$OUT/tests.log")")
+    }
+    [ "$st" = tests ] && continue
+    build/bin/bsk preflight
     make sass 2>/dev/null | grep -E "HGMMA" | sort | uniq -c | head -5 > "$OUT/sass.txt"
     summary+=("sass: $(grep -c HGMMA "$OUT/sass.txt") kernel lines with HGMMA")
     timeout 300 build/bin/bsk bench spmm --json "$OUT/spmm_bench.json" > "$OUT/bench.txt" 2> "$OUT/bench.err"; rc=$?
@@ -48,6 +53,11 @@ for st in $stages; do
     timeout 120 compute-sanitizer --tool memcheck --error-exitcode 9 build/bin/bsk_tests gpu_spmm_malformed > "$OUT/memcheck2.log" 2>&1
     summary+=("memcheck gpu_spmm_malformed: rc=$? $(grep -E 'ERROR SUMMARY' "$OUT/memcheck2.log" | tail -1)")
     ;;
+  attn)
+    timeout 300 build/bin/bsk attention --iters 10 --json "$OUT/attention.json" > "$OUT/attention.txt" 2> "$OUT/attention.err"; rc=$?
+    summary+=("bench attention: rc=$rc")
+    attn_ran=1
+    ;;
   train)
     timeout 420 build/bin/bsk bench train --json "$OUT/train_bench.json" > "$OUT/train.txt" 2> "$OUT/train.err"; rc=$?
     grep -E "WRONG|fail|error" "$OUT/train.err" | head -10
@@ -58,4 +68,5 @@ for st in $stages; do
 done
 [ -f "$OUT/bench.txt" ] && tail -45 "$OUT/bench.txt"
 [ -n "$train_ran" ] && cat "$OUT/train.txt"
+[ -n "$attn_ran" ] && cat "$OUT/attention.txt"
 printf '%s\n' "${summary[@]}"
