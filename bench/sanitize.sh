@@ -30,5 +30,5 @@ for tool in $tools; do
         lines+=("$(printf '%-4s %-10s %-44s %4ss  %s | %s' "$v" "$tool" "$t" $(( $(date +%s) - t0 )) "$sumline" "$res")")
     done
 done
-printf '%s\n' "${lines[@]}" | tee "$OUT/san_summary.txt"
+printf '%s\n' "${lines[@]}" | tee -a "$OUT/san_summary.txt"
 echo "$pass passed, $fail failed" | tee -a "$OUT/san_summary.txt"
