@@ -4,7 +4,9 @@
    call. Each variant's result (diag 0) is checked against cuBLAS on the densified A at full size. With --prof (a
    -DBSK_SMALL_PROF build) one more call prints the kernel's cycle counters summed over the CTAs.
    Sets: --cross (the default vs the portable kernel at low densities, and 2048^3), --ab (variants 3 / 0 / 4 / 1 / 2
-   alternated, b 32 and 16, d .1 .25 .5), --diag (consumers idle / no loads), --small2048 (2048^3 b32 variants).
+   alternated, b 32 and 16, d .1 .25 .5), --diag (consumers idle / no loads), --small2048 (2048^3 b32 variants),
+   --rg (rows per wgmma: 1 and the grouped shapes alternated, 8192^3 b 32 / 16 and 2048^3 b32, d .1 .25 .5),
+   --rgdiag (rows per wgmma 1 vs grouped with the consumers idle / no loads, and on 66 CTAs).
    Built and run by bench/small_probe.sh on the device machine. Helpers: bench/probe_util.h. */
 #include "probe_util.h"
 
@@ -39,17 +41,20 @@ typedef struct {
     double d;
     int v, diag, maxc;
     int64_t size;
+    int rg; /* rows_per_mma (0: the default) */
 } cfg;
 
 int main(int argc, char **argv)
 {
-    int ab = 0, diag = 0, prof = 0, s2048 = 0, cross = 0;
+    int ab = 0, diag = 0, prof = 0, s2048 = 0, cross = 0, rgs = 0, rgdiag = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--ab")) ab = 1;
         else if (!strcmp(argv[i], "--diag")) diag = 1;
         else if (!strcmp(argv[i], "--prof")) prof = 1;
         else if (!strcmp(argv[i], "--small2048")) s2048 = 1;
         else if (!strcmp(argv[i], "--cross")) cross = 1; /* the default vs the portable kernel (variant -1) */
+        else if (!strcmp(argv[i], "--rg")) rgs = 1;
+        else if (!strcmp(argv[i], "--rgdiag")) rgdiag = 1;
         else if (!strcmp(argv[i], "--iters") && i + 1 < argc) ITERS = atoi(argv[++i]);
     }
     if (ITERS < 1 || ITERS > 256) ITERS = 20;
@@ -80,7 +85,7 @@ int main(int argc, char **argv)
         printf("cuBLAS fp16 %lld^3: %.3f ms %.1f TFLOPS\n", (long long)S_, ms, dense[q]);
     }
 
-    cfg cs[200];
+    cfg cs[300];
     int nc = 0;
 #define ADD(...) (cs[nc++] = (cfg){__VA_ARGS__})
     const double ds[3] = {0.10, 0.25, 0.50};
@@ -114,12 +119,33 @@ int main(int argc, char **argv)
             for (int di = 0; di < 3; di++)
                 for (int k = 0; k < 10; k++) ADD(.b = bi ? 16 : 32, .d = ds[di], .v = order[k], .size = 8192);
     }
+    if (rgs) { /* rows per wgmma, alternated 1 a b c c b a 1 (b32: 2 4 8, b16: 4 8 16) */
+        const int o32[8] = {1, 2, 4, 8, 8, 4, 2, 1}, o16[8] = {1, 4, 8, 16, 16, 8, 4, 1};
+        for (int bi = 0; bi < 2; bi++)
+            for (int di = 0; di < 3; di++)
+                for (int k = 0; k < 8; k++) ADD(.b = bi ? 16 : 32, .d = ds[di], .rg = bi ? o16[k] : o32[k], .size = 8192);
+        for (int di = 0; di < 3; di++)
+            for (int k = 0; k < 8; k++) ADD(.b = 32, .d = ds[di], .rg = o32[k], .size = 2048);
+    }
+    if (rgdiag) { /* where the time goes with rows grouped: consumers idle (diag 1), no loads (diag 3), 66 CTAs */
+        for (int bi = 0; bi < 2; bi++) {
+            const int b = bi ? 16 : 32, g = bi ? 8 : 4;
+            for (int di = 0; di < 3; di += 2)
+                for (int k = 0; k < 2; k++) {
+                    ADD(.b = b, .d = ds[di], .rg = k ? g : 1, .size = 8192);
+                    ADD(.b = b, .d = ds[di], .rg = k ? g : 1, .diag = 1, .size = 8192);
+                }
+            ADD(.b = b, .d = 0.10, .rg = g, .diag = 3, .size = 8192);
+            ADD(.b = b, .d = 0.25, .rg = 1, .maxc = 66, .size = 8192);
+            ADD(.b = b, .d = 0.25, .rg = g, .maxc = 66, .size = 8192);
+        }
+    }
     if (s2048) {
         for (int di = 0; di < 3; di++)
             for (int k = 0; k < 10; k++) ADD(.b = 32, .d = ds[di], .v = order[k], .size = 2048);
     }
 #undef ADD
-    char table[200][400];
+    char table[300][400];
     int nt = 0;
     bsk_bsr hA, A;
     int have = 0, hb = 0;
@@ -151,6 +177,7 @@ int main(int argc, char **argv)
         bsk__hopper_small_tune.variant = c.v;
         bsk__hopper_small_tune.diag = c.diag;
         bsk__hopper_small_tune.max_ctas = c.maxc;
+        bsk__hopper_small_tune.rows_per_mma = c.rg;
         bsk_dense B = {S_, S_, S_, BSK_F16, BSK_MEM_DEVICE, dB}, C = {S_, S_, S_, BSK_F16, BSK_MEM_DEVICE, dC};
         probe_spmm_arg sa = {ctx, &A, &B, &C};
         double err = -1;
@@ -171,8 +198,8 @@ int main(int argc, char **argv)
         }
         const double ms = time_it(probe_run_spmm, &sa);
         const double tf = 2.0 * (double)A.nnzb * c.b * c.b * (double)S_ / (ms * 1e-3) * 1e-12;
-        snprintf(table[nt], 200, "%5lld %3d %5.3f v%d diag %d ctas %3d | %8.3f ms %7.1f TFLOPS E %.3f err %9.2e %s",
-                 (long long)S_, c.b, c.d, c.v, c.diag, c.maxc ? c.maxc : bsk__hopper_small_tune.out_grid, ms, tf,
+        snprintf(table[nt], 200, "%5lld %3d %5.3f v%d rg %2d diag %d ctas %3d | %8.3f ms %7.1f TFLOPS E %.3f err %9.2e %s",
+                 (long long)S_, c.b, c.d, c.v, c.rg, c.diag, c.maxc ? c.maxc : bsk__hopper_small_tune.out_grid, ms, tf,
                  tf / dense[S_ == 2048], err, kern);
         printf("%s\n", table[nt]);
         if (prof) {
@@ -187,6 +214,7 @@ int main(int argc, char **argv)
         bsk__hopper_small_tune.diag = 0;
         bsk__hopper_small_tune.max_ctas = 0;
         bsk__hopper_small_tune.variant = 0;
+        bsk__hopper_small_tune.rows_per_mma = 0;
     }
     if (have) {
         bsk_bsr_free(&A);

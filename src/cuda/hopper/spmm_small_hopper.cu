@@ -11,7 +11,7 @@
 
 using namespace bsk_small;
 
-struct bsk_hopper_small_tune_s bsk__hopper_small_tune = {0, 0, 0, 0, 0, 0, 0, NULL, 0, 0};
+struct bsk_hopper_small_tune_s bsk__hopper_small_tune = {0, 0, 0, 0, 0, 0, 0, NULL, 0, 0, 0};
 
 /* Stage shapes (docs/hopper-spmm-notes.md, session 4, run 2; producer warps: session 8). Default (variant 0), Bᵀ
    read from shared memory by wgmma, one stage's wgmmas left in flight while the next stage's are issued, and four
@@ -32,6 +32,14 @@ typedef SmallCfg<16, 1, 14, true, 4, 4> Cfg16n;
 typedef SmallCfg<16, 2, 7, false, 4, 4> Cfg16r;
 typedef SmallCfg<16, 2, 7, true, 4, 1> Cfg16p1;
 typedef SmallCfg<16, 2, 7, true, 4, 2> Cfg16p2;
+/* Rows per wgmma (session 9; knob rows_per_mma, both input dtypes): the default stage shape with RG adjacent row
+   slots of an entry in one wgmma m64n(RG*BS)k16 (absent rows of a present group zeroed by the producer). */
+typedef SmallCfg<32, 2, 4, true, 1, 4, 2> Cfg32g2;
+typedef SmallCfg<32, 2, 4, true, 1, 4, 4> Cfg32g4;
+typedef SmallCfg<32, 2, 4, true, 1, 4, 8> Cfg32g8;
+typedef SmallCfg<16, 2, 7, true, 4, 4, 4> Cfg16g4;
+typedef SmallCfg<16, 2, 7, true, 4, 4, 8> Cfg16g8;
+typedef SmallCfg<16, 2, 7, true, 4, 4, 16> Cfg16g16;
 
 /* Below these block densities (nnzb / (mb * nb)) the portable mma.sync kernel is faster, so this kernel declines
    (bsk__hopper_small_tune.force takes every case; the tests use it). Measured at 8192^3 fp16 on an H100, same run,
@@ -173,6 +181,8 @@ bsk_status bsk_hopper_spmm_small(bsk_context *ctx, bsk_op op, float alpha, const
         return BSK_ERR_UNSUPPORTED;
     const int v = bsk__hopper_small_tune.variant;
     if (v < 0) return BSK_ERR_UNSUPPORTED;
+    /* rows per wgmma: 0 the default (below), 1 one wgmma per row (session 8), b32 2 / 4 / 8, b16 4 / 8 / 16 */
+    const int rg = bsk__hopper_small_tune.rows_per_mma;
     if (C->rows == 0 || C->cols == 0) return BSK_SUCCESS;
     const double cells = (double)bsk_bsr_mb(A) * (double)bsk_bsr_nb(A);
     const double density = cells > 0 ? (double)A->nnzb / cells : 0.0;
@@ -192,11 +202,17 @@ bsk_status bsk_hopper_spmm_small(bsk_context *ctx, bsk_op op, float alpha, const
         if (v == 2 && !bf) return by_out_f16<Cfg32r>(ctx, st, A, B, alpha, beta, C, name);
         if (v == 3 && !bf) return by_out_f16<Cfg32p1>(ctx, st, A, B, alpha, beta, C, name);
         if (v == 4 && !bf) return by_out_f16<Cfg32p2>(ctx, st, A, B, alpha, beta, C, name);
+        if (rg == 2) return by_out<Cfg32g2>(ctx, st, bf, A, B, alpha, beta, C, name);
+        if (rg == 4) return by_out<Cfg32g4>(ctx, st, bf, A, B, alpha, beta, C, name);
+        if (rg == 8) return by_out<Cfg32g8>(ctx, st, bf, A, B, alpha, beta, C, name);
         return by_out<Cfg32>(ctx, st, bf, A, B, alpha, beta, C, name);
     }
     if (v == 1 && !bf) return by_out_f16<Cfg16n>(ctx, st, A, B, alpha, beta, C, name);
     if (v == 2 && !bf) return by_out_f16<Cfg16r>(ctx, st, A, B, alpha, beta, C, name);
     if (v == 3 && !bf) return by_out_f16<Cfg16p1>(ctx, st, A, B, alpha, beta, C, name);
     if (v == 4 && !bf) return by_out_f16<Cfg16p2>(ctx, st, A, B, alpha, beta, C, name);
+    if (rg == 4) return by_out<Cfg16g4>(ctx, st, bf, A, B, alpha, beta, C, name);
+    if (rg == 8) return by_out<Cfg16g8>(ctx, st, bf, A, B, alpha, beta, C, name);
+    if (rg == 16) return by_out<Cfg16g16>(ctx, st, bf, A, B, alpha, beta, C, name);
     return by_out<Cfg16>(ctx, st, bf, A, B, alpha, beta, C, name);
 }

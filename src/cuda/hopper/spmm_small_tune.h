@@ -21,6 +21,9 @@ struct bsk_hopper_small_tune_s {
     void *prof;    /* -DBSK_SMALL_PROF builds: device buffer of 16 long long per CTA (cycle counters), or NULL */
     int out_grid;  /* written by the launcher: the grid it launched                                            */
     int out_items; /* written by the launcher: row groups x N tiles                                            */
+    int rows_per_mma; /* adjacent row slots per wgmma in the default stage shape (variant 0, both input dtypes):
+                         0 default, 1 one row each (session 8), BS 32: 2 / 4 / 8, BS 16: 4 / 8 / 16 (session 9);
+                         other values: the default                                                           */
 };
 extern struct bsk_hopper_small_tune_s bsk__hopper_small_tune;
 #ifdef __cplusplus
