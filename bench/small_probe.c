@@ -6,7 +6,9 @@
    Sets: --cross (the default vs the portable kernel at low densities, and 2048^3), --ab (variants 3 / 0 / 4 / 1 / 2
    alternated, b 32 and 16, d .1 .25 .5), --diag (consumers idle / no loads), --small2048 (2048^3 b32 variants),
    --rg (rows per wgmma: 1 and the grouped shapes alternated, 8192^3 b 32 / 16 and 2048^3 b32, d .1 .25 .5),
-   --rgdiag (rows per wgmma 1 vs grouped with the consumers idle / no loads, and on 66 CTAs).
+   --rgdiag (rows per wgmma 1 vs grouped with the consumers idle / no loads, and on 66 CTAs), --run2 (session 9 run 2:
+   b32 k16-steps-outer experiment (variants 5 / 6) vs RG 1 / 2 / the default; 2048^3 b16 RG 1 / 4 / 16 / default;
+   8192^3 b16 default vs portable at low densities).
    Built and run by bench/small_probe.sh on the device machine. Helpers: bench/probe_util.h. */
 #include "probe_util.h"
 
@@ -46,7 +48,7 @@ typedef struct {
 
 int main(int argc, char **argv)
 {
-    int ab = 0, diag = 0, prof = 0, s2048 = 0, cross = 0, rgs = 0, rgdiag = 0;
+    int ab = 0, diag = 0, prof = 0, s2048 = 0, cross = 0, rgs = 0, rgdiag = 0, run2 = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--ab")) ab = 1;
         else if (!strcmp(argv[i], "--diag")) diag = 1;
@@ -55,6 +57,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--cross")) cross = 1; /* the default vs the portable kernel (variant -1) */
         else if (!strcmp(argv[i], "--rg")) rgs = 1;
         else if (!strcmp(argv[i], "--rgdiag")) rgdiag = 1;
+        else if (!strcmp(argv[i], "--run2")) run2 = 1;
         else if (!strcmp(argv[i], "--iters") && i + 1 < argc) ITERS = atoi(argv[++i]);
     }
     if (ITERS < 1 || ITERS > 256) ITERS = 20;
@@ -139,6 +142,23 @@ int main(int argc, char **argv)
             ADD(.b = b, .d = 0.25, .rg = 1, .maxc = 66, .size = 8192);
             ADD(.b = b, .d = 0.25, .rg = g, .maxc = 66, .size = 8192);
         }
+    }
+    if (run2) {
+        /* b32 8192^3: {v, rg} = RG 1, RG 2, RG 2 k16 outer (v5), RG 4 k16 outer (v6), the default; alternated */
+        const int kv[5] = {0, 0, 5, 6, 0}, kr[5] = {1, 2, 0, 0, 0};
+        for (int di = 0; di < 3; di++)
+            for (int k = 0; k < 10; k++) {
+                const int x = k < 5 ? k : 9 - k;
+                ADD(.b = 32, .d = ds[di], .v = kv[x], .rg = kr[x], .size = 8192);
+            }
+        /* b16 2048^3: RG 1 / 4 / 16 / the default, alternated */
+        const int g16[8] = {1, 4, 16, 0, 0, 16, 4, 1};
+        for (int di = 0; di < 3; di++)
+            for (int k = 0; k < 8; k++) ADD(.b = 16, .d = ds[di], .rg = g16[k], .size = 2048);
+        /* b16 8192^3 at low densities: the portable kernel (v -1) vs the default, alternated -1 0 0 -1 */
+        const double c16[4] = {0.03, 0.04, 0.05, 0.07};
+        for (int di = 0; di < 4; di++)
+            for (int k = 0; k < 4; k++) ADD(.b = 16, .d = c16[di], .v = k == 0 || k == 3 ? -1 : 0, .size = 8192);
     }
     if (s2048) {
         for (int di = 0; di < 3; di++)

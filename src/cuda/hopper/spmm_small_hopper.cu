@@ -40,13 +40,22 @@ typedef SmallCfg<32, 2, 4, true, 1, 4, 8> Cfg32g8;
 typedef SmallCfg<16, 2, 7, true, 4, 4, 4> Cfg16g4;
 typedef SmallCfg<16, 2, 7, true, 4, 4, 8> Cfg16g8;
 typedef SmallCfg<16, 2, 7, true, 4, 4, 16> Cfg16g16;
+/* Experiment (fp16 input, variants 5 / 6): b32 2 / 4 rows per wgmma, k16 steps outer (SmallCfg::KO). */
+typedef SmallCfg<32, 2, 4, true, 1, 4, 2, true> Cfg32g2k;
+typedef SmallCfg<32, 2, 4, true, 1, 4, 4, true> Cfg32g4k;
 
 /* Below these block densities (nnzb / (mb * nb)) the portable mma.sync kernel is faster, so this kernel declines
    (bsk__hopper_small_tune.force takes every case; the tests use it). Measured at 8192^3 fp16 on an H100, same run,
    alternated (session 8, run 3, four producer warps; ms this kernel / portable): BS 32 d 0.06 0.620 / 0.605, d 0.08
    0.742 / 0.779; BS 16 d 0.13 2.64 / 2.53, d 0.16 2.80 / 3.10 -> crossovers near d 0.067 and 0.139 (interpolated;
    session 4's kernel: 0.09 and 0.18). */
-static const double MIN_DENSITY_B32 = 0.07, MIN_DENSITY_B16 = 0.14;
+static const double MIN_DENSITY_B32 = 0.07, MIN_DENSITY_B16 = 0.05;
+
+/* Rows per wgmma by default (session 9, H100, 8192^3 fp16, same run, alternated; ms RG 1 / 2 / 4 / 8 at b32, RG 1 /
+   4 / 8 / 16 at b16): b32 d 0.1 0.850 / 0.783 / 0.830 / 0.901, d 0.25 1.349 / 1.336 / 1.423 / 1.462, d 0.5 1.651 /
+   1.747 / 1.793 / 1.739 -> 2 rows below d 0.3, else 1; b16 d 0.1 2.390 / 1.209 / 1.243 / 1.288, d 0.25 3.023 / 1.728
+   / 1.725 / 1.686, d 0.5 3.411 / 2.142 / 2.052 / 1.989 -> 4 rows below d 0.2, else all 16. */
+static const double RG2_BELOW_B32 = 0.3, RG4_BELOW_B16 = 0.2;
 
 template <class CF, int DT, int CT>
 static bsk_status launch_small(bsk_context *ctx, const struct bsk_cuda_state *st, const bsk_bsr *A, const bsk_dense *B,
@@ -182,10 +191,11 @@ bsk_status bsk_hopper_spmm_small(bsk_context *ctx, bsk_op op, float alpha, const
     const int v = bsk__hopper_small_tune.variant;
     if (v < 0) return BSK_ERR_UNSUPPORTED;
     /* rows per wgmma: 0 the default (below), 1 one wgmma per row (session 8), b32 2 / 4 / 8, b16 4 / 8 / 16 */
-    const int rg = bsk__hopper_small_tune.rows_per_mma;
+    int rg = bsk__hopper_small_tune.rows_per_mma;
     if (C->rows == 0 || C->cols == 0) return BSK_SUCCESS;
     const double cells = (double)bsk_bsr_mb(A) * (double)bsk_bsr_nb(A);
     const double density = cells > 0 ? (double)A->nnzb / cells : 0.0;
+    if (rg == 0) rg = b == 32 ? (density < RG2_BELOW_B32 ? 2 : 1) : (density < RG4_BELOW_B16 ? 4 : 16);
     /* ctx->spmm_forced: the autotuner measured this family fastest for the case */
     const int choose = !bsk__hopper_small_tune.force && !ctx->spmm_forced;
     if (choose && density < (b == 32 ? MIN_DENSITY_B32 : MIN_DENSITY_B16)) return BSK_ERR_UNSUPPORTED;
@@ -202,6 +212,8 @@ bsk_status bsk_hopper_spmm_small(bsk_context *ctx, bsk_op op, float alpha, const
         if (v == 2 && !bf) return by_out_f16<Cfg32r>(ctx, st, A, B, alpha, beta, C, name);
         if (v == 3 && !bf) return by_out_f16<Cfg32p1>(ctx, st, A, B, alpha, beta, C, name);
         if (v == 4 && !bf) return by_out_f16<Cfg32p2>(ctx, st, A, B, alpha, beta, C, name);
+        if (v == 5 && !bf) return by_out_f16<Cfg32g2k>(ctx, st, A, B, alpha, beta, C, name);
+        if (v == 6 && !bf) return by_out_f16<Cfg32g4k>(ctx, st, A, B, alpha, beta, C, name);
         if (rg == 2) return by_out<Cfg32g2>(ctx, st, bf, A, B, alpha, beta, C, name);
         if (rg == 4) return by_out<Cfg32g4>(ctx, st, bf, A, B, alpha, beta, C, name);
         if (rg == 8) return by_out<Cfg32g8>(ctx, st, bf, A, B, alpha, beta, C, name);

@@ -97,7 +97,7 @@ enum { SM_LAST = 1, SM_END = 2 };
 
 /* Compile-time shape. KC union entries (block columns) per stage; R = 256 / BS rows per group. A stage is
    [B box, consumer 0's 64 columns: KC*BS rows x 128 bytes][the same for consumer 1][A slots: KC x R blocks]. */
-template <int BS_, int KC_, int STAGES_, bool SS_ = true, int EPR_ = 64 / BS_, int PW_ = 1, int RG_ = 1>
+template <int BS_, int KC_, int STAGES_, bool SS_ = true, int EPR_ = 64 / BS_, int PW_ = 1, int RG_ = 1, bool KO_ = false>
 struct SmallCfg {
     static constexpr int BS = BS_;
     /* SS: Bᵀ read by wgmma from the B box in shared memory (trans-a) and each stage's wgmma group left in flight
@@ -119,6 +119,9 @@ struct SmallCfg {
     static constexpr int RG = RG_;
     static_assert(RG_ >= 1 && R % RG_ == 0 && (RG_ == 1 || SS_), "RG divides R; RG > 1 needs Bᵀ from shared memory");
     static constexpr int GMASK = (1 << RG_) - 1;      /* one group's row bits                             */
+    /* KO (experiment, session 9): an entry's wgmmas issued k16 step outer, row group inner (else group outer), so
+       that the two k16 steps of one accumulator set are not issued back to back */
+    static constexpr bool KO = KO_;
     static constexpr int KS = BS_ / 16;               /* k16 steps per block                              */
     static constexpr int BN = 128;                    /* columns per item                                 */
     static constexpr int SUB_BYTES = KC_ * BS_ * 128; /* one consumer's B box(es)                         */
@@ -796,15 +799,15 @@ __global__ void __launch_bounds__(384, 1)
                 for (int j = 0; j < KC; ++j) {
                     const int mj = (masks >> (j * R)) & CF::RMASK;
 #pragma unroll
-                    for (int q = 0; q < R / CF::RG; ++q) { /* the group of row slots q*RG .. q*RG+RG-1 */
+                    for (int x = 0; x < R / CF::RG * CF::KS; ++x) {
+                        /* the group of row slots q*RG .. q*RG+RG-1, k16 step ks */
+                        const int q = CF::KO ? x % (R / CF::RG) : x / CF::KS, ks = CF::KO ? x / (R / CF::RG) : x % CF::KS;
                         const int r = q * CF::RG;
                         const uint32_t ab = st + CF::B_BYTES + (uint32_t)((j * R + r) * CF::BLK_BYTES);
-#pragma unroll
-                        for (int ks = 0; ks < CF::KS; ++ks)
-                            SMmaSS<BS * CF::RG, DT>::run(&acc[r * AW],
-                                                smem_desc(st + (uint32_t)c * CF::SUB_BYTES + (uint32_t)(j * BS + 16 * ks) * 128u,
-                                                          8192u, 1024u),
-                                                smem_desc_swz(ab + 32u * ks, 16u, CF::A_SBO, CF::A_SWZ), (mj >> r) & CF::GMASK);
+                        SMmaSS<BS * CF::RG, DT>::run(&acc[r * AW],
+                                                     smem_desc(st + (uint32_t)c * CF::SUB_BYTES + (uint32_t)(j * BS + 16 * ks) * 128u,
+                                                               8192u, 1024u),
+                                                     smem_desc_swz(ab + 32u * ks, 16u, CF::A_SBO, CF::A_SWZ), (mj >> r) & CF::GMASK);
                     }
                 }
             } else {
