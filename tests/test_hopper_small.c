@@ -428,11 +428,11 @@ BSK_TEST(gpu_hopper_small_declines)
     bsk__hopper_small_tune = small_saved;
 }
 
-/* The library's own choice (force = 0): below the density crossover (b32 0.07, b16 0.05: the portable kernel
+/* The library's own choice (force = 0): below the density crossover (b32 0.07, b16 0.03: the portable kernel
    is faster there) or with fewer 256 x 128 items than half the SMs (the portable kernel's smaller tiles fill the
    GPU) the small-block kernel declines and the portable one answers, else the small-block kernel runs; either way
-   the result is right. Densities sit well clear of the thresholds; the item rule is evaluated with this GPU's SM
-   count. */
+   the result is right. Densities sit clear of the thresholds (b16 0.02: one block per row of 40, 0.025); the item
+   rule is evaluated with this GPU's SM count. */
 BSK_TEST(gpu_hopper_small_dispatch)
 {
     bsk_context *ctx = NULL;

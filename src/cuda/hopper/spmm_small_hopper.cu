@@ -19,6 +19,7 @@ struct bsk_hopper_small_tune_s bsk__hopper_small_tune = {0, 0, 0, 0, 0, 0, 0, NU
      BS 32: two block columns per stage (48 KB: 16 KB of B, 2 x 8 block slots), 4 stages, one block row per
             epilogue pass (measured best of the three: E 0.20 vs 0.16 one column x 7 stages at d = 0.25);
      BS 16: two block columns per stage (24 KB: 8 KB of B, 2 x 16 slots), 7 stages.
+   Rows per wgmma (session 9): by density (RG2_BELOW_B32 / RG4_BELOW_B16 below), knob rows_per_mma.
    Experiments (fp16 input only; bf16 runs the default): variant 1 BS 32: one column per stage (24 KB), 7 stages;
    BS 16: one column per stage (12 KB), 14 stages. Variant 2: the run-1 kernel (Bᵀ through registers by
    ldmatrix.trans, wait_group 0 per stage). Variants 3 / 4: the default with one / two producer warps. */
@@ -48,8 +49,10 @@ typedef SmallCfg<32, 2, 4, true, 1, 4, 4, true> Cfg32g4k;
    (bsk__hopper_small_tune.force takes every case; the tests use it). Measured at 8192^3 fp16 on an H100, same run,
    alternated (session 8, run 3, four producer warps; ms this kernel / portable): BS 32 d 0.06 0.620 / 0.605, d 0.08
    0.742 / 0.779; BS 16 d 0.13 2.64 / 2.53, d 0.16 2.80 / 3.10 -> crossovers near d 0.067 and 0.139 (interpolated;
-   session 4's kernel: 0.09 and 0.18). */
-static const double MIN_DENSITY_B32 = 0.07, MIN_DENSITY_B16 = 0.05;
+   session 4's kernel: 0.09 and 0.18). BS 16 with 4 rows per wgmma (session 9, run 2): d 0.03 0.575 / 0.659, d 0.04
+   0.695 / 0.845, d 0.05 0.807 / 1.033, d 0.07 0.993 / 1.401 -> the crossover is below 0.03 (not measured lower);
+   BS 32 (2 rows per wgmma below d 0.3, 8 % faster at d 0.1) keeps 0.07. */
+static const double MIN_DENSITY_B32 = 0.07, MIN_DENSITY_B16 = 0.03;
 
 /* Rows per wgmma by default (session 9, H100, 8192^3 fp16, same run, alternated; ms RG 1 / 2 / 4 / 8 at b32, RG 1 /
    4 / 8 / 16 at b16): b32 d 0.1 0.850 / 0.783 / 0.830 / 0.901, d 0.25 1.349 / 1.336 / 1.423 / 1.462, d 0.5 1.651 /

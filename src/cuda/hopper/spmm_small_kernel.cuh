@@ -19,7 +19,8 @@
        stage a warp takes KC entries (col, rowmask) of the group's union list (32 entries per coalesced load, the
        next 32 one chunk ahead, shuffled out) and TMA-loads, per entry, the B rows col*BS .. +BS-1 x the item's 128
        columns (two 64-column boxes, 128-byte swizzle) and the block of every present row into that row's fixed
-       slot (3-D map over the values [nnzb][BS][BS], 64-byte swizzle at BS 32, 32-byte at BS 16). Lane r (< R)
+       slot (3-D map over the values [nnzb][BS][BS], 64-byte swizzle at BS 32, 32-byte at BS 16; with RG > 1 it
+       first zeroes the slots that the consumers will read as absent rows, below). Lane r (< R)
        finds its row's block index without walking the entries before: per 32-entry window R ballots give it the
        mask of the window's entries that have row r, and the index is its cursor at the window start + the mask
        bits below the entry, so the mainloop reads no col_idx. It writes a small meta record per stage (group, N
@@ -27,8 +28,14 @@
        takes it and hands it to the others at a named barrier), descriptor, row bounds and first entries are
        loaded during the current item's first stages.
      - WG1, WG2, the consumers (setmaxnreg.inc): consumer c owns columns 64c .. 64c+63 of the tile. Per stage and
-       entry it issues one wgmma m64nBSk16 per k16 step for each present row, accumulating into that row's set
-       (R fp32 sets of BS/2 registers each: 128 registers). The wgmma A operand is its 64 x BS slice of Bᵀ: the
+       entry it issues one wgmma m64n(RG*BS)k16 per k16 step for each group of RG adjacent row slots that has a
+       present row, accumulating into those rows' sets (R fp32 sets of BS/2 registers each: 128 registers; RG
+       consecutive sets are the registers of one wider wgmma, and RG adjacent blocks of an entry's slots are one
+       K-major operand with the same descriptor). RG (session 9) by density: b32 2 below d 0.3 else 1, b16 4 below
+       d 0.2 else 16 (all rows: 2 wgmmas per entry instead of up to 32 guarded slots per stage). With RG > 1 the
+       absent rows of a present group must read zeros: the producer keeps per ring slot the mask of row slots that
+       still hold a block and zeroes (16-byte stores + proxy fence, before arming the stage) those of absent rows
+       in present groups; such rows then add B·0 (a non-finite B value reaches them, as in a dense product). The wgmma A operand is its 64 x BS slice of Bᵀ: the
        B box read M-major (trans-a) from shared memory, the same tile for every row of the stage; the B operand
        is the row's block, K-major, from its slot (64 / 32-byte swizzle descriptor). Absent rows are skipped by a
        guard predicate on each wgmma of a compile-time unrolled loop (a branch around them made ptxas serialise
