@@ -4,7 +4,11 @@
    call. Each variant's result (diag 0) is checked against cuBLAS on the densified A at full size. With --prof (a
    -DBSK_SMALL_PROF build) one more call prints the kernel's cycle counters summed over the CTAs.
    Sets: --cross (the default vs the portable kernel at low densities, and 2048^3), --ab (variants 3 / 0 / 4 / 1 / 2
-   alternated, b 32 and 16, d .1 .25 .5), --diag (consumers idle / no loads), --small2048 (2048^3 b32 variants).
+   alternated, b 32 and 16, d .1 .25 .5), --diag (consumers idle / no loads), --small2048 (2048^3 b32 variants),
+   --rg (rows per wgmma: 1 and the grouped shapes alternated, 8192^3 b 32 / 16 and 2048^3 b32, d .1 .25 .5),
+   --rgdiag (rows per wgmma 1 vs grouped with the consumers idle / no loads, and on 66 CTAs), --run2 (session 9 run 2:
+   b32 k16-steps-outer experiment (variants 5 / 6) vs RG 1 / 2 / the default; 2048^3 b16 RG 1 / 4 / 16 / default;
+   8192^3 b16 default vs portable at low densities).
    Built and run by bench/small_probe.sh on the device machine. Helpers: bench/probe_util.h. */
 #include "probe_util.h"
 
@@ -39,17 +43,21 @@ typedef struct {
     double d;
     int v, diag, maxc;
     int64_t size;
+    int rg; /* rows_per_mma (0: the default) */
 } cfg;
 
 int main(int argc, char **argv)
 {
-    int ab = 0, diag = 0, prof = 0, s2048 = 0, cross = 0;
+    int ab = 0, diag = 0, prof = 0, s2048 = 0, cross = 0, rgs = 0, rgdiag = 0, run2 = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--ab")) ab = 1;
         else if (!strcmp(argv[i], "--diag")) diag = 1;
         else if (!strcmp(argv[i], "--prof")) prof = 1;
         else if (!strcmp(argv[i], "--small2048")) s2048 = 1;
         else if (!strcmp(argv[i], "--cross")) cross = 1; /* the default vs the portable kernel (variant -1) */
+        else if (!strcmp(argv[i], "--rg")) rgs = 1;
+        else if (!strcmp(argv[i], "--rgdiag")) rgdiag = 1;
+        else if (!strcmp(argv[i], "--run2")) run2 = 1;
         else if (!strcmp(argv[i], "--iters") && i + 1 < argc) ITERS = atoi(argv[++i]);
     }
     if (ITERS < 1 || ITERS > 256) ITERS = 20;
@@ -80,7 +88,7 @@ int main(int argc, char **argv)
         printf("cuBLAS fp16 %lld^3: %.3f ms %.1f TFLOPS\n", (long long)S_, ms, dense[q]);
     }
 
-    cfg cs[200];
+    cfg cs[300];
     int nc = 0;
 #define ADD(...) (cs[nc++] = (cfg){__VA_ARGS__})
     const double ds[3] = {0.10, 0.25, 0.50};
@@ -114,12 +122,50 @@ int main(int argc, char **argv)
             for (int di = 0; di < 3; di++)
                 for (int k = 0; k < 10; k++) ADD(.b = bi ? 16 : 32, .d = ds[di], .v = order[k], .size = 8192);
     }
+    if (rgs) { /* rows per wgmma, alternated 1 a b c c b a 1 (b32: 2 4 8, b16: 4 8 16) */
+        const int o32[8] = {1, 2, 4, 8, 8, 4, 2, 1}, o16[8] = {1, 4, 8, 16, 16, 8, 4, 1};
+        for (int bi = 0; bi < 2; bi++)
+            for (int di = 0; di < 3; di++)
+                for (int k = 0; k < 8; k++) ADD(.b = bi ? 16 : 32, .d = ds[di], .rg = bi ? o16[k] : o32[k], .size = 8192);
+        for (int di = 0; di < 3; di++)
+            for (int k = 0; k < 8; k++) ADD(.b = 32, .d = ds[di], .rg = o32[k], .size = 2048);
+    }
+    if (rgdiag) { /* where the time goes with rows grouped: consumers idle (diag 1), no loads (diag 3), 66 CTAs */
+        for (int bi = 0; bi < 2; bi++) {
+            const int b = bi ? 16 : 32, g = bi ? 8 : 4;
+            for (int di = 0; di < 3; di += 2)
+                for (int k = 0; k < 2; k++) {
+                    ADD(.b = b, .d = ds[di], .rg = k ? g : 1, .size = 8192);
+                    ADD(.b = b, .d = ds[di], .rg = k ? g : 1, .diag = 1, .size = 8192);
+                }
+            ADD(.b = b, .d = 0.10, .rg = g, .diag = 3, .size = 8192);
+            ADD(.b = b, .d = 0.25, .rg = 1, .maxc = 66, .size = 8192);
+            ADD(.b = b, .d = 0.25, .rg = g, .maxc = 66, .size = 8192);
+        }
+    }
+    if (run2) {
+        /* b32 8192^3: {v, rg} = RG 1, RG 2, RG 2 k16 outer (v5), RG 4 k16 outer (v6), the default; alternated */
+        const int kv[5] = {0, 0, 5, 6, 0}, kr[5] = {1, 2, 0, 0, 0};
+        for (int di = 0; di < 3; di++)
+            for (int k = 0; k < 10; k++) {
+                const int x = k < 5 ? k : 9 - k;
+                ADD(.b = 32, .d = ds[di], .v = kv[x], .rg = kr[x], .size = 8192);
+            }
+        /* b16 2048^3: RG 1 / 4 / 16 / the default, alternated */
+        const int g16[8] = {1, 4, 16, 0, 0, 16, 4, 1};
+        for (int di = 0; di < 3; di++)
+            for (int k = 0; k < 8; k++) ADD(.b = 16, .d = ds[di], .rg = g16[k], .size = 2048);
+        /* b16 8192^3 at low densities: the portable kernel (v -1) vs the default, alternated -1 0 0 -1 */
+        const double c16[4] = {0.03, 0.04, 0.05, 0.07};
+        for (int di = 0; di < 4; di++)
+            for (int k = 0; k < 4; k++) ADD(.b = 16, .d = c16[di], .v = k == 0 || k == 3 ? -1 : 0, .size = 8192);
+    }
     if (s2048) {
         for (int di = 0; di < 3; di++)
             for (int k = 0; k < 10; k++) ADD(.b = 32, .d = ds[di], .v = order[k], .size = 2048);
     }
 #undef ADD
-    char table[200][400];
+    char table[300][400];
     int nt = 0;
     bsk_bsr hA, A;
     int have = 0, hb = 0;
@@ -151,6 +197,7 @@ int main(int argc, char **argv)
         bsk__hopper_small_tune.variant = c.v;
         bsk__hopper_small_tune.diag = c.diag;
         bsk__hopper_small_tune.max_ctas = c.maxc;
+        bsk__hopper_small_tune.rows_per_mma = c.rg;
         bsk_dense B = {S_, S_, S_, BSK_F16, BSK_MEM_DEVICE, dB}, C = {S_, S_, S_, BSK_F16, BSK_MEM_DEVICE, dC};
         probe_spmm_arg sa = {ctx, &A, &B, &C};
         double err = -1;
@@ -171,8 +218,8 @@ int main(int argc, char **argv)
         }
         const double ms = time_it(probe_run_spmm, &sa);
         const double tf = 2.0 * (double)A.nnzb * c.b * c.b * (double)S_ / (ms * 1e-3) * 1e-12;
-        snprintf(table[nt], 200, "%5lld %3d %5.3f v%d diag %d ctas %3d | %8.3f ms %7.1f TFLOPS E %.3f err %9.2e %s",
-                 (long long)S_, c.b, c.d, c.v, c.diag, c.maxc ? c.maxc : bsk__hopper_small_tune.out_grid, ms, tf,
+        snprintf(table[nt], 200, "%5lld %3d %5.3f v%d rg %2d diag %d ctas %3d | %8.3f ms %7.1f TFLOPS E %.3f err %9.2e %s",
+                 (long long)S_, c.b, c.d, c.v, c.rg, c.diag, c.maxc ? c.maxc : bsk__hopper_small_tune.out_grid, ms, tf,
                  tf / dense[S_ == 2048], err, kern);
         printf("%s\n", table[nt]);
         if (prof) {
@@ -187,6 +234,7 @@ int main(int argc, char **argv)
         bsk__hopper_small_tune.diag = 0;
         bsk__hopper_small_tune.max_ctas = 0;
         bsk__hopper_small_tune.variant = 0;
+        bsk__hopper_small_tune.rows_per_mma = 0;
     }
     if (have) {
         bsk_bsr_free(&A);

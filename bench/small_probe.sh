@@ -3,9 +3,10 @@
 # gpu_hopper_small tests, bench/small_probe.c (cuBLAS vs bsk, variants / diag), optionally a -DBSK_SMALL_PROF build
 # of the same probe (cycle counters), memcheck on the small tests last. Logs in $OUT; the probe tables last.
 # Usage (device machine, repo root): bench/small_probe.sh [probe args...]
-#   SMALL_TESTS=0 skips the tests; SMALL_PROF="args" runs the counter build with these probe args; SMALL_SAN=0 skips
-#   memcheck; SMALL_BUILD=dir (default build-small); SMALL_BENCH="args": also `bsk bench spmm args` (cuBLAS,
-#   cuSPARSE BSR / Blocked-ELL and bsk in one run), its table in bench.txt.
+#   SMALL_TESTS=0 skips the tests; SMALL_PROF="args" runs the counter build with these probe args (built in the
+#   background while the tests run); SMALL_SAN=0 skips memcheck, SMALL_SAN_TESTS="filter ..." (default
+#   gpu_hopper_small) runs it once per filter; SMALL_BUILD=dir (default build-small); SMALL_BENCH="args": also
+#   `bsk bench spmm args` (cuBLAS, cuSPARSE BSR / Blocked-ELL and bsk in one run), its table in bench.txt.
 set -o pipefail
 B=${SMALL_BUILD:-build-small}
 OUT=${OUT:-/tmp/small_out}
@@ -21,11 +22,12 @@ probe_build() { # $1 build dir
 make BUILD=$B JOBS=16 GENCODE_PORTABLE="$G" $B/bin/bsk_tests $B/lib/libbsk.a ${SMALL_BENCH:+$B/bin/bsk} > "$OUT/build.log" 2>&1 &&
     probe_build $B >> "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; echo "BUILD FAILED"; exit 1; }
 echo "build: $(( $(date +%s) - t0 )) s; C7520 lines: $(grep -c C7520 "$OUT/build.log"); spills: $(grep -c 'bytes spill' "$OUT/build.log")"
-if [ -n "${SMALL_PROF:-}" ]; then # the counter build: only the small kernel's object differs
-    rm -rf $B-prof && cp -a $B $B-prof && rm -f $B-prof/src/cuda/hopper/spmm_small_hopper.o &&
+prof_pid=
+if [ -n "${SMALL_PROF:-}" ]; then # the counter build (only the small kernel's object differs), in the background
+    ( rm -rf $B-prof && cp -a $B $B-prof && rm -f $B-prof/src/cuda/hopper/spmm_small_hopper.o &&
         make BUILD=$B-prof JOBS=16 GENCODE_PORTABLE="$G" NVCC_EXTRA=-DBSK_SMALL_PROF $B-prof/lib/libbsk.a > "$OUT/build_prof.log" 2>&1 &&
-        probe_build $B-prof >> "$OUT/build_prof.log" 2>&1 || { tail -20 "$OUT/build_prof.log"; echo "PROF BUILD FAILED"; }
-    echo "prof build: $(( $(date +%s) - t0 )) s"
+        probe_build $B-prof >> "$OUT/build_prof.log" 2>&1 || echo "PROF BUILD FAILED" >> "$OUT/build_prof.log" ) &
+    prof_pid=$!
 fi
 if command -v cuobjdump > /dev/null; then
     cuobjdump --dump-sass $B/src/cuda/hopper/spmm_small_hopper.o | awk '/Function :/{f=$3} /HGMMA/{h[f]++} /LDL|STL/{l[f]++}
@@ -40,6 +42,7 @@ if [ "${SMALL_TESTS:-1}" = 1 ]; then
     res_tests="rc=$rc $(tail -1 "$OUT/tests.log")"
     echo "tests: $(( $(date +%s) - t0 )) s"
 fi
+[ -n "$prof_pid" ] && wait $prof_pid ; echo "prof build done: $(( $(date +%s) - t0 )) s"
 if [ -n "${SMALL_BENCH:-}" ]; then
     timeout ${SMALL_BENCH_TIMEOUT:-120} $B/bin/bsk bench spmm $SMALL_BENCH > "$OUT/bench.txt" 2>&1
     echo "bench rc=$?: $(( $(date +%s) - t0 )) s"
@@ -54,10 +57,15 @@ if [ $# -gt 0 ]; then
 fi
 res_mem="not run"
 if [ "${SMALL_SAN:-1}" != 0 ]; then
-    timeout ${SMALL_SAN_TIMEOUT:-90} compute-sanitizer --tool memcheck --error-exitcode 9 $B/bin/bsk_tests ${SMALL_SAN_TESTS:-gpu_hopper_small} \
-        > "$OUT/memcheck.log" 2>&1; rc=$?
-    res_mem="rc=$rc $(grep 'ERROR SUMMARY' "$OUT/memcheck.log" | tail -1) $(tail -1 "$OUT/memcheck.log" | cut -c1-80)"
-    echo "memcheck: $(( $(date +%s) - t0 )) s"
+    res_mem=
+    : > "$OUT/memcheck.log"
+    for f in ${SMALL_SAN_TESTS:-gpu_hopper_small}; do
+        timeout ${SMALL_SAN_TIMEOUT:-90} compute-sanitizer --tool memcheck --error-exitcode 9 $B/bin/bsk_tests $f \
+            > "$OUT/memcheck_$f.log" 2>&1; rc=$?
+        cat "$OUT/memcheck_$f.log" >> "$OUT/memcheck.log" && rm -f "$OUT/memcheck_$f.log"
+        res_mem="$res_mem | $f rc=$rc $(grep 'ERROR SUMMARY' "$OUT/memcheck.log" | tail -1) $(grep -E '^[0-9]+ passed' "$OUT/memcheck.log" | tail -1)"
+        echo "memcheck $f: $(( $(date +%s) - t0 )) s"
+    done
 fi
 echo "tests: $res_tests"
 echo "memcheck: $res_mem"

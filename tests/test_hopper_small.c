@@ -32,6 +32,14 @@ static const char *small_skip_reason(bsk_context **ctx)
 
 static const char *small_name(int b) { return b == 32 ? "hopper-wgmma-b32s" : "hopper-wgmma-b16s"; }
 
+/* The rows-per-wgmma knob (rows_per_mma) of block size b: index 0 the default, 1 one row per wgmma (session 8),
+   2 / 3 / 4 the grouped shapes (b32: 2, 4, 8 rows; b16: 4, 8, 16 rows; session 9). */
+static int small_rg(int b, int i)
+{
+    static const int g32[5] = {0, 1, 2, 4, 8}, g16[5] = {0, 1, 4, 8, 16};
+    return b == 32 ? g32[i % 5] : g16[i % 5];
+}
+
 /* C = alpha*A*B + beta*C on the device, checked against the reference (spmm_gpu_util.h); want: the kernel name
    that must have run (NULL: any kernel, e.g. a declined case). */
 static double run_case(bsk_test_ctx *t, bsk_context *ctx, const bsk_bsr *A, int64_t N, int64_t padB, int64_t padC,
@@ -75,8 +83,12 @@ BSK_TEST(gpu_hopper_small_dtypes)
                 bsk_bsr A = spmm_random_bsr(M, K, b, 0.35, BSK_PATTERN_UNIFORM, ins[ii]);
                 for (int z = 0; z < 2; z++) {
                     const float alpha = 0.5f + (float)bsk_rng_uniform(r), beta = z ? 0.0f : bsk_rng_sym(r);
+                    /* rows per wgmma: fp16 input meets knob indices 0-4, bf16 1-4 (index 0: chosen by density) */
+                    const int k = ii * 3 + oi + 2 * z;
+                    bsk__hopper_small_tune.rows_per_mma = small_rg(b, k % 5 + (k >= 5));
                     run_case(t, ctx, &A, N, 8 * z, 8 * (1 - z), outs[oi], alpha, beta, small_name(b));
                 }
+                bsk__hopper_small_tune.rows_per_mma = 0;
                 bsk_bsr_free(&A);
             }
     bsk_destroy(ctx);
@@ -92,7 +104,9 @@ BSK_TEST(gpu_hopper_small_tails)
     const char *why = small_skip_reason(&ctx);
     if (why) SKIP(why);
     bsk_rng *r = bsk_test_rng();
-    for (int b = 32; b >= 16; b /= 2) {
+    for (int b = 32; b >= 16; b /= 2)
+    for (int gi = 1; gi < 5; gi++) { /* rows per wgmma: 1 and the grouped shapes */
+        bsk__hopper_small_tune.rows_per_mma = small_rg(b, gi);
         const char *want = small_name(b);
         {
             const int64_t M = (int64_t)b * bsk_rng_int(r, 10, 17) + bsk_rng_int(r, 1, b - 1);
@@ -147,7 +161,9 @@ BSK_TEST(gpu_hopper_small_empty_skewed)
     bsk_context *ctx = NULL;
     const char *why = small_skip_reason(&ctx);
     if (why) SKIP(why);
-    for (int b = 32; b >= 16; b /= 2) {
+    for (int b = 32; b >= 16; b /= 2)
+    for (int gi = 1; gi < 5; gi++) { /* rows per wgmma: 1 and the grouped shapes (absent rows inside groups) */
+        bsk__hopper_small_tune.rows_per_mma = small_rg(b, gi);
         const char *want = small_name(b);
         const int64_t M = (int64_t)b * 70 - 9, K = (int64_t)b * 9 + 3;
         bsk_bsr E = mask_bsr(M, K, b, BSK_F16, keep_sparse_rows);
@@ -170,8 +186,8 @@ BSK_TEST(gpu_hopper_small_empty_skewed)
 
 /* A persistent grid of 3 CTAs taking many items each (ring phases and the item look-ahead run on across items;
    the epilogue's staging buffer reused item after item), tiny bands (many bands, a partial last one), PDL off,
-   every stage shape and producer count of each block size (variants 1-4 exist for fp16 input); then a bitwise
-   repeat. */
+   every stage shape and producer count of each block size (variants 1-4 exist for fp16 input), and the default shape
+   with rows grouped per wgmma (rows_per_mma, both input dtypes); then a bitwise repeat. */
 BSK_TEST(gpu_hopper_small_persistent)
 {
     bsk_context *ctx = NULL;
@@ -181,13 +197,15 @@ BSK_TEST(gpu_hopper_small_persistent)
     bsk_rng *r = bsk_test_rng();
     for (int b = 32; b >= 16; b /= 2) {
         const char *want = small_name(b);
-        for (int v = 0; v < 5; v++) {
-            bsk__hopper_small_tune.variant = v;
+        for (int v = 0; v < 8; v++) { /* 5-7: the default shape with rows grouped per wgmma (small_rg 2-4) */
+            bsk__hopper_small_tune.variant = v < 5 ? v : 0;
+            bsk__hopper_small_tune.rows_per_mma = v < 5 ? 0 : small_rg(b, v - 3);
             bsk__hopper_small_tune.max_ctas = 3;
-            bsk__hopper_small_tune.band_mb = v ? 0 : 1;
+            bsk__hopper_small_tune.band_mb = v == 0 || v == 6 ? 1 : 0;
             bsk__hopper_small_tune.no_pdl = v == 1;
             const int64_t M = (int64_t)b * bsk_rng_int(r, 40, 60) + 7, K = (int64_t)b * bsk_rng_int(r, 8, 14) + 1;
-            bsk_bsr A = spmm_random_bsr(M, K, b, 0.45, v == 1 ? BSK_PATTERN_SKEWED : BSK_PATTERN_UNIFORM, v ? BSK_F16 : BSK_BF16);
+            bsk_bsr A = spmm_random_bsr(M, K, b, v == 7 ? 0.12 : 0.45, v == 1 || v == 5 ? BSK_PATTERN_SKEWED : BSK_PATTERN_UNIFORM,
+                                        v == 0 || v == 6 ? BSK_BF16 : BSK_F16);
             const int64_t N = 8 * bsk_rng_int(r, 60, 90);
             run_case(t, ctx, &A, N, 0, 0, BSK_F32, 1.0f, 0.0f, want);
             CHECK(bsk__hopper_small_tune.out_grid == 3);
@@ -215,8 +233,9 @@ static int keep_all(int64_t i, int64_t j, bsk_rng *r)
 /* The producer variants (the default: 4 producer warps taking turns by stage; 3 / 4: 1 / 2 warps; 1: 4 warps, one
    block column per stage): tails (N odd, N < 64, K < b, M = 1), empty rows
    and groups (items of one stage, fewer stages than producer warps), nnzb = 0, skewed rows, full blocks (d = 1),
-   each on a few CTAs too (ring phases and the producers' ticket hand-over across items). fp16 input (the variants
-   exist for it). */
+   each on a few CTAs too (ring phases and the producers' ticket hand-over across items); and the default with rows
+   grouped per wgmma (rows_per_mma: the producer zeroes absent rows of present groups, tracked per ring slot).
+   fp16 input (the variants exist for it). */
 BSK_TEST(gpu_hopper_small_producers)
 {
     bsk_context *ctx = NULL;
@@ -226,9 +245,10 @@ BSK_TEST(gpu_hopper_small_producers)
     bsk_rng *r = bsk_test_rng();
     for (int b = 32; b >= 16; b /= 2) {
         const char *want = small_name(b);
-        for (int v = 0; v < 5; v++) {
+        for (int v = 0; v < 8; v++) { /* 5-7: the default shape with rows grouped per wgmma (small_rg 2-4) */
             if (v == 2) continue;
-            bsk__hopper_small_tune.variant = v;
+            bsk__hopper_small_tune.variant = v < 5 ? v : 0;
+            bsk__hopper_small_tune.rows_per_mma = v < 5 ? 0 : small_rg(b, v - 3);
             for (int few = 0; few < 2; few++) {
                 bsk__hopper_small_tune.max_ctas = few ? 3 : 0;
                 const int64_t M = (int64_t)b * bsk_rng_int(r, 20, 40) + bsk_rng_int(r, 1, b - 1);
@@ -294,6 +314,16 @@ BSK_TEST(gpu_hopper_small_long_lists)
     bsk_bsr W32 = mask_bsr(40, 32 * 4200, 32, BSK_F16, keep_wide);
     run_case(t, ctx, &W32, 24, 0, 0, BSK_F16, 1.0f, 0.5f, "hopper-wgmma-b32s");
     bsk_bsr_free(&W32);
+    /* all rows of a group in one wgmma: the zeroed row slots tracked across many stages */
+    bsk__hopper_small_tune.variant = 0;
+    bsk__hopper_small_tune.rows_per_mma = 16;
+    bsk_bsr G = mask_bsr(29, 16 * 8300, 16, BSK_BF16, keep_wide);
+    run_case(t, ctx, &G, 72, 0, 0, BSK_F32, 1.0f, 0.0f, "hopper-wgmma-b16s");
+    bsk_bsr_free(&G);
+    bsk__hopper_small_tune.rows_per_mma = 2;
+    bsk_bsr G32 = mask_bsr(40, 32 * 4200, 32, BSK_F16, keep_wide);
+    run_case(t, ctx, &G32, 24, 0, 0, BSK_F16, 1.0f, 0.5f, "hopper-wgmma-b32s");
+    bsk_bsr_free(&G32);
     bsk__hopper_small_tune = saved;
     bsk_destroy(ctx);
     bsk__hopper_small_tune = small_saved;
@@ -326,8 +356,9 @@ BSK_TEST(gpu_hopper_small_malformed_indices_safe)
         dB.data = spmm_dev_copy(B.data, spmm_dense_bytes(&B));
         dC.data = spmm_dev_copy(C.data, spmm_dense_bytes(&C));
         REQUIRE(dB.data && dC.data);
-        for (int v = 0; v < 5; v++) {
-            bsk__hopper_small_tune.variant = v;
+        for (int v = 0; v < 8; v++) { /* 5-7: the default shape with rows grouped per wgmma (small_rg 2-4) */
+            bsk__hopper_small_tune.variant = v < 5 ? v : 0;
+            bsk__hopper_small_tune.rows_per_mma = v < 5 ? 0 : small_rg(b, v - 3);
             bsk__hopper_small_tune.max_ctas = v % 2 ? 2 : 0;
             CHECK_STATUS(bsk_spmm(ctx, BSK_OP_N, 1.0f, &dA, &dB, 0.5f, &dC), BSK_SUCCESS);
             CHECK(strcmp(bsk_last_kernel(ctx), small_name(b)) == 0);
@@ -397,11 +428,11 @@ BSK_TEST(gpu_hopper_small_declines)
     bsk__hopper_small_tune = small_saved;
 }
 
-/* The library's own choice (force = 0): below the density crossover (b32 0.07, b16 0.14: the portable kernel
+/* The library's own choice (force = 0): below the density crossover (b32 0.07, b16 0.03: the portable kernel
    is faster there) or with fewer 256 x 128 items than half the SMs (the portable kernel's smaller tiles fill the
    GPU) the small-block kernel declines and the portable one answers, else the small-block kernel runs; either way
-   the result is right. Densities sit well clear of the thresholds; the item rule is evaluated with this GPU's SM
-   count. */
+   the result is right. Densities sit clear of the thresholds (b16 0.02: one block per row of 40, 0.025); the item
+   rule is evaluated with this GPU's SM count. */
 BSK_TEST(gpu_hopper_small_dispatch)
 {
     bsk_context *ctx = NULL;
@@ -412,7 +443,7 @@ BSK_TEST(gpu_hopper_small_dispatch)
     REQUIRE_OK(bsk_device_query(&info));
     /* rows: 2560 (10 items of 256 rows) or 48 blocks; N 1024 (8 column tiles) or 256 (2) */
     const struct { int b; double d; int64_t M, N; int dense_enough; } cases[] = {
-        {32, 0.04, 2560, 1024, 0}, {32, 0.30, 2560, 1024, 1}, {16, 0.08, 2560, 1024, 0}, {16, 0.35, 2560, 1024, 1},
+        {32, 0.04, 2560, 1024, 0}, {32, 0.30, 2560, 1024, 1}, {16, 0.02, 2560, 1024, 0}, {16, 0.35, 2560, 1024, 1},
         {32, 0.30, 32 * 48, 256, 1}, {16, 0.35, 16 * 48, 256, 1}};
     for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++) {
         const int b = cases[i].b;

@@ -11,7 +11,7 @@
 
 using namespace bsk_small;
 
-struct bsk_hopper_small_tune_s bsk__hopper_small_tune = {0, 0, 0, 0, 0, 0, 0, NULL, 0, 0};
+struct bsk_hopper_small_tune_s bsk__hopper_small_tune = {0, 0, 0, 0, 0, 0, 0, NULL, 0, 0, 0};
 
 /* Stage shapes (docs/hopper-spmm-notes.md, session 4, run 2; producer warps: session 8). Default (variant 0), Bᵀ
    read from shared memory by wgmma, one stage's wgmmas left in flight while the next stage's are issued, and four
@@ -19,6 +19,7 @@ struct bsk_hopper_small_tune_s bsk__hopper_small_tune = {0, 0, 0, 0, 0, 0, 0, NU
      BS 32: two block columns per stage (48 KB: 16 KB of B, 2 x 8 block slots), 4 stages, one block row per
             epilogue pass (measured best of the three: E 0.20 vs 0.16 one column x 7 stages at d = 0.25);
      BS 16: two block columns per stage (24 KB: 8 KB of B, 2 x 16 slots), 7 stages.
+   Rows per wgmma (session 9): by density (RG2_BELOW_B32 / RG4_BELOW_B16 below), knob rows_per_mma.
    Experiments (fp16 input only; bf16 runs the default): variant 1 BS 32: one column per stage (24 KB), 7 stages;
    BS 16: one column per stage (12 KB), 14 stages. Variant 2: the run-1 kernel (Bᵀ through registers by
    ldmatrix.trans, wait_group 0 per stage). Variants 3 / 4: the default with one / two producer warps. */
@@ -32,13 +33,32 @@ typedef SmallCfg<16, 1, 14, true, 4, 4> Cfg16n;
 typedef SmallCfg<16, 2, 7, false, 4, 4> Cfg16r;
 typedef SmallCfg<16, 2, 7, true, 4, 1> Cfg16p1;
 typedef SmallCfg<16, 2, 7, true, 4, 2> Cfg16p2;
+/* Rows per wgmma (session 9; knob rows_per_mma, both input dtypes): the default stage shape with RG adjacent row
+   slots of an entry in one wgmma m64n(RG*BS)k16 (absent rows of a present group zeroed by the producer). */
+typedef SmallCfg<32, 2, 4, true, 1, 4, 2> Cfg32g2;
+typedef SmallCfg<32, 2, 4, true, 1, 4, 4> Cfg32g4;
+typedef SmallCfg<32, 2, 4, true, 1, 4, 8> Cfg32g8;
+typedef SmallCfg<16, 2, 7, true, 4, 4, 4> Cfg16g4;
+typedef SmallCfg<16, 2, 7, true, 4, 4, 8> Cfg16g8;
+typedef SmallCfg<16, 2, 7, true, 4, 4, 16> Cfg16g16;
+/* Experiment (fp16 input, variants 5 / 6): b32 2 / 4 rows per wgmma, k16 steps outer (SmallCfg::KO). */
+typedef SmallCfg<32, 2, 4, true, 1, 4, 2, true> Cfg32g2k;
+typedef SmallCfg<32, 2, 4, true, 1, 4, 4, true> Cfg32g4k;
 
 /* Below these block densities (nnzb / (mb * nb)) the portable mma.sync kernel is faster, so this kernel declines
    (bsk__hopper_small_tune.force takes every case; the tests use it). Measured at 8192^3 fp16 on an H100, same run,
    alternated (session 8, run 3, four producer warps; ms this kernel / portable): BS 32 d 0.06 0.620 / 0.605, d 0.08
    0.742 / 0.779; BS 16 d 0.13 2.64 / 2.53, d 0.16 2.80 / 3.10 -> crossovers near d 0.067 and 0.139 (interpolated;
-   session 4's kernel: 0.09 and 0.18). */
-static const double MIN_DENSITY_B32 = 0.07, MIN_DENSITY_B16 = 0.14;
+   session 4's kernel: 0.09 and 0.18). BS 16 with 4 rows per wgmma (session 9, run 2): d 0.03 0.575 / 0.659, d 0.04
+   0.695 / 0.845, d 0.05 0.807 / 1.033, d 0.07 0.993 / 1.401 -> the crossover is below 0.03 (not measured lower);
+   BS 32 (2 rows per wgmma below d 0.3, 8 % faster at d 0.1) keeps 0.07. */
+static const double MIN_DENSITY_B32 = 0.07, MIN_DENSITY_B16 = 0.03;
+
+/* Rows per wgmma by default (session 9, H100, 8192^3 fp16, same run, alternated; ms RG 1 / 2 / 4 / 8 at b32, RG 1 /
+   4 / 8 / 16 at b16): b32 d 0.1 0.850 / 0.783 / 0.830 / 0.901, d 0.25 1.349 / 1.336 / 1.423 / 1.462, d 0.5 1.651 /
+   1.747 / 1.793 / 1.739 -> 2 rows below d 0.3, else 1; b16 d 0.1 2.390 / 1.209 / 1.243 / 1.288, d 0.25 3.023 / 1.728
+   / 1.725 / 1.686, d 0.5 3.411 / 2.142 / 2.052 / 1.989 -> 4 rows below d 0.2, else all 16. */
+static const double RG2_BELOW_B32 = 0.3, RG4_BELOW_B16 = 0.2;
 
 template <class CF, int DT, int CT>
 static bsk_status launch_small(bsk_context *ctx, const struct bsk_cuda_state *st, const bsk_bsr *A, const bsk_dense *B,
@@ -173,9 +193,12 @@ bsk_status bsk_hopper_spmm_small(bsk_context *ctx, bsk_op op, float alpha, const
         return BSK_ERR_UNSUPPORTED;
     const int v = bsk__hopper_small_tune.variant;
     if (v < 0) return BSK_ERR_UNSUPPORTED;
+    /* rows per wgmma: 0 the default (below), 1 one wgmma per row (session 8), b32 2 / 4 / 8, b16 4 / 8 / 16 */
+    int rg = bsk__hopper_small_tune.rows_per_mma;
     if (C->rows == 0 || C->cols == 0) return BSK_SUCCESS;
     const double cells = (double)bsk_bsr_mb(A) * (double)bsk_bsr_nb(A);
     const double density = cells > 0 ? (double)A->nnzb / cells : 0.0;
+    if (rg == 0) rg = b == 32 ? (density < RG2_BELOW_B32 ? 2 : 1) : (density < RG4_BELOW_B16 ? 4 : 16);
     /* ctx->spmm_forced: the autotuner measured this family fastest for the case */
     const int choose = !bsk__hopper_small_tune.force && !ctx->spmm_forced;
     if (choose && density < (b == 32 ? MIN_DENSITY_B32 : MIN_DENSITY_B16)) return BSK_ERR_UNSUPPORTED;
@@ -192,11 +215,19 @@ bsk_status bsk_hopper_spmm_small(bsk_context *ctx, bsk_op op, float alpha, const
         if (v == 2 && !bf) return by_out_f16<Cfg32r>(ctx, st, A, B, alpha, beta, C, name);
         if (v == 3 && !bf) return by_out_f16<Cfg32p1>(ctx, st, A, B, alpha, beta, C, name);
         if (v == 4 && !bf) return by_out_f16<Cfg32p2>(ctx, st, A, B, alpha, beta, C, name);
+        if (v == 5 && !bf) return by_out_f16<Cfg32g2k>(ctx, st, A, B, alpha, beta, C, name);
+        if (v == 6 && !bf) return by_out_f16<Cfg32g4k>(ctx, st, A, B, alpha, beta, C, name);
+        if (rg == 2) return by_out<Cfg32g2>(ctx, st, bf, A, B, alpha, beta, C, name);
+        if (rg == 4) return by_out<Cfg32g4>(ctx, st, bf, A, B, alpha, beta, C, name);
+        if (rg == 8) return by_out<Cfg32g8>(ctx, st, bf, A, B, alpha, beta, C, name);
         return by_out<Cfg32>(ctx, st, bf, A, B, alpha, beta, C, name);
     }
     if (v == 1 && !bf) return by_out_f16<Cfg16n>(ctx, st, A, B, alpha, beta, C, name);
     if (v == 2 && !bf) return by_out_f16<Cfg16r>(ctx, st, A, B, alpha, beta, C, name);
     if (v == 3 && !bf) return by_out_f16<Cfg16p1>(ctx, st, A, B, alpha, beta, C, name);
     if (v == 4 && !bf) return by_out_f16<Cfg16p2>(ctx, st, A, B, alpha, beta, C, name);
+    if (rg == 4) return by_out<Cfg16g4>(ctx, st, bf, A, B, alpha, beta, C, name);
+    if (rg == 8) return by_out<Cfg16g8>(ctx, st, bf, A, B, alpha, beta, C, name);
+    if (rg == 16) return by_out<Cfg16g16>(ctx, st, bf, A, B, alpha, beta, C, name);
     return by_out<Cfg16>(ctx, st, bf, A, B, alpha, beta, C, name);
 }

@@ -19,7 +19,8 @@
        stage a warp takes KC entries (col, rowmask) of the group's union list (32 entries per coalesced load, the
        next 32 one chunk ahead, shuffled out) and TMA-loads, per entry, the B rows col*BS .. +BS-1 x the item's 128
        columns (two 64-column boxes, 128-byte swizzle) and the block of every present row into that row's fixed
-       slot (3-D map over the values [nnzb][BS][BS], 64-byte swizzle at BS 32, 32-byte at BS 16). Lane r (< R)
+       slot (3-D map over the values [nnzb][BS][BS], 64-byte swizzle at BS 32, 32-byte at BS 16; with RG > 1 it
+       first zeroes the slots that the consumers will read as absent rows, below). Lane r (< R)
        finds its row's block index without walking the entries before: per 32-entry window R ballots give it the
        mask of the window's entries that have row r, and the index is its cursor at the window start + the mask
        bits below the entry, so the mainloop reads no col_idx. It writes a small meta record per stage (group, N
@@ -27,8 +28,14 @@
        takes it and hands it to the others at a named barrier), descriptor, row bounds and first entries are
        loaded during the current item's first stages.
      - WG1, WG2, the consumers (setmaxnreg.inc): consumer c owns columns 64c .. 64c+63 of the tile. Per stage and
-       entry it issues one wgmma m64nBSk16 per k16 step for each present row, accumulating into that row's set
-       (R fp32 sets of BS/2 registers each: 128 registers). The wgmma A operand is its 64 x BS slice of Bᵀ: the
+       entry it issues one wgmma m64n(RG*BS)k16 per k16 step for each group of RG adjacent row slots that has a
+       present row, accumulating into those rows' sets (R fp32 sets of BS/2 registers each: 128 registers; RG
+       consecutive sets are the registers of one wider wgmma, and RG adjacent blocks of an entry's slots are one
+       K-major operand with the same descriptor). RG (session 9) by density: b32 2 below d 0.3 else 1, b16 4 below
+       d 0.2 else 16 (all rows: 2 wgmmas per entry instead of up to 32 guarded slots per stage). With RG > 1 the
+       absent rows of a present group must read zeros: the producer keeps per ring slot the mask of row slots that
+       still hold a block and zeroes (16-byte stores + proxy fence, before arming the stage) those of absent rows
+       in present groups; such rows then add B·0 (a non-finite B value reaches them, as in a dense product). The wgmma A operand is its 64 x BS slice of Bᵀ: the
        B box read M-major (trans-a) from shared memory, the same tile for every row of the stage; the B operand
        is the row's block, K-major, from its slot (64 / 32-byte swizzle descriptor). Absent rows are skipped by a
        guard predicate on each wgmma of a compile-time unrolled loop (a branch around them made ptxas serialise
@@ -97,7 +104,7 @@ enum { SM_LAST = 1, SM_END = 2 };
 
 /* Compile-time shape. KC union entries (block columns) per stage; R = 256 / BS rows per group. A stage is
    [B box, consumer 0's 64 columns: KC*BS rows x 128 bytes][the same for consumer 1][A slots: KC x R blocks]. */
-template <int BS_, int KC_, int STAGES_, bool SS_ = true, int EPR_ = 64 / BS_, int PW_ = 1>
+template <int BS_, int KC_, int STAGES_, bool SS_ = true, int EPR_ = 64 / BS_, int PW_ = 1, int RG_ = 1, bool KO_ = false>
 struct SmallCfg {
     static constexpr int BS = BS_;
     /* SS: Bᵀ read by wgmma from the B box in shared memory (trans-a) and each stage's wgmma group left in flight
@@ -114,6 +121,14 @@ struct SmallCfg {
     static_assert(KC_ == 1 || KC_ == 2, "KC 1 or 2 (entries of one stage stay inside one 32-entry chunk)");
     static constexpr int R = 256 / BS_;               /* block rows per group                             */
     static constexpr int RMASK = (1 << R) - 1;
+    /* RG: consecutive row slots of an entry per wgmma (m64n(RG*BS)k16 over RG adjacent blocks, issued when any of
+       them is present; the producer zeroes the slots of absent rows in a present group). 1: one wgmma per row. */
+    static constexpr int RG = RG_;
+    static_assert(RG_ >= 1 && R % RG_ == 0 && (RG_ == 1 || SS_), "RG divides R; RG > 1 needs Bᵀ from shared memory");
+    static constexpr int GMASK = (1 << RG_) - 1;      /* one group's row bits                             */
+    /* KO (experiment, session 9): an entry's wgmmas issued k16 step outer, row group inner (else group outer), so
+       that the two k16 steps of one accumulator set are not issued back to back */
+    static constexpr bool KO = KO_;
     static constexpr int KS = BS_ / 16;               /* k16 steps per block                              */
     static constexpr int BN = 128;                    /* columns per item                                 */
     static constexpr int SUB_BYTES = KC_ * BS_ * 128; /* one consumer's B box(es)                         */
@@ -422,7 +437,46 @@ template <> struct SMma<16, BSK_BF16> {
     }
 };
 
-template <int BS, int DT> struct SMmaSS;
+/* SMmaSS<N, DT>: wgmma m64nNk16, Bᵀ M-major (trans-a) and the A blocks K-major, both from shared memory, guarded;
+   N = BS (one block row) or RG * BS (RG adjacent row slots). */
+template <int N, int DT> struct SMmaSS;
+template <> struct SMmaSS<64, BSK_F16> {
+    static __device__ __forceinline__ void run(float *d, uint64_t a, uint64_t b, int on)
+    {
+        wgmma_m64n64k16_ss_f16_if<1, 0>(d, a, b, 1, on);
+    }
+};
+template <> struct SMmaSS<64, BSK_BF16> {
+    static __device__ __forceinline__ void run(float *d, uint64_t a, uint64_t b, int on)
+    {
+        wgmma_m64n64k16_ss_bf16_if<1, 0>(d, a, b, 1, on);
+    }
+};
+template <> struct SMmaSS<128, BSK_F16> {
+    static __device__ __forceinline__ void run(float *d, uint64_t a, uint64_t b, int on)
+    {
+        wgmma_m64n128k16_ss_f16_if<1, 0>(d, a, b, 1, on);
+    }
+};
+template <> struct SMmaSS<128, BSK_BF16> {
+    static __device__ __forceinline__ void run(float *d, uint64_t a, uint64_t b, int on)
+    {
+        wgmma_m64n128k16_ss_bf16_if<1, 0>(d, a, b, 1, on);
+    }
+};
+template <> struct SMmaSS<256, BSK_F16> {
+    static __device__ __forceinline__ void run(float *d, uint64_t a, uint64_t b, int on)
+    {
+        wgmma_m64n256k16_ss_f16_if<1, 0>(d, a, b, 1, on);
+    }
+};
+template <> struct SMmaSS<256, BSK_BF16> {
+    static __device__ __forceinline__ void run(float *d, uint64_t a, uint64_t b, int on)
+    {
+        wgmma_m64n256k16_ss_bf16_if<1, 0>(d, a, b, 1, on);
+    }
+};
+
 template <> struct SMmaSS<32, BSK_F16> {
     static __device__ __forceinline__ void run(float *d, uint64_t a, uint64_t b, int on)
     {
@@ -469,6 +523,7 @@ __global__ void __launch_bounds__(384, 1)
         for (int s = 0; s < CF::STAGES; ++s) {
             mbar_init(full0 + 8 * s, 1);
             mbar_init(empty0 + 8 * s, 8); /* one arrival per consumer warp */
+            meta[2 * s + 1].x = -1;       /* RG > 1: every row slot may hold a block (see the producer) */
         }
         mbar_init_fence();
         tma_prefetch_desc(&tmA);
@@ -494,12 +549,13 @@ __global__ void __launch_bounds__(384, 1)
             return lane == 0 && warp == 0 ? atomicAdd(p.counter, 1u) + gridDim.x : 0u;
         };
         SPROF(long long pr_empty = 0, pr_stages = 0, pr_entries = 0, pr_blocks = 0; const long long pr_t0 = clock64();)
-        /* lane 0: wait for the slot, publish the meta record, arm the full barrier (loads follow) */
-        auto open_stage = [&](uint32_t gsi, int4 mv, uint32_t bytes) {
+        /* lane 0: wait for the slot (unless `waited`: the RG > 1 path waits first, see zero_slots), publish the meta
+           record, arm the full barrier (loads follow) */
+        auto open_stage = [&](uint32_t gsi, int4 mv, uint32_t bytes, bool waited = false) {
             const uint32_t slot = gsi % (uint32_t)CF::STAGES, ph = (gsi / (uint32_t)CF::STAGES) & 1u;
             const uint32_t fb = full0 + 8 * slot;
             SPROF(const long long tw0 = clock64();)
-            mbar_wait(empty0 + 8 * slot, ph ^ 1);
+            if (!waited) mbar_wait(empty0 + 8 * slot, ph ^ 1);
             SPROF(pr_empty += clock64() - tw0; ++pr_stages; meta[2 * slot + 1].z = (int)clock();)
             meta[2 * slot] = mv;
             if (bytes) mbar_arrive_expect_tx(fb, bytes);
@@ -626,8 +682,51 @@ __global__ void __launch_bounds__(384, 1)
                     }
                     const bool last = i + 1 == ns;
                     if (p.diag == 3) bytes = 0u;
+                    bool waited = false;
+                    if constexpr (CF::RG > 1) {
+                        /* RG > 1: the consumers read every row slot of a group that has a present row, so the absent
+                           ones must hold zeros. meta[2 * slot + 1].x is the mask of the slot's row slots that still
+                           hold a block (all set at the start: shared memory is not cleared); once the consumers have
+                           released the slot, the warp zeroes those of absent rows in present groups (plain 16-byte
+                           stores, then the proxy fence: wgmma reads them through the async proxy) and records what
+                           the slot will hold. Row slots of absent groups keep what they hold: no wgmma reads them. */
+                        const uint32_t gsi = gs + i, zslot = gsi % (uint32_t)CF::STAGES;
+                        if (lane == 0) {
+                            SPROF(const long long tw0 = clock64();)
+                            mbar_wait(empty0 + 8 * zslot, ((gsi / (uint32_t)CF::STAGES) & 1u) ^ 1u);
+                            SPROF(pr_empty += clock64() - tw0;)
+                        }
+                        waited = true;
+                        __syncwarp(); /* every lane's reads and stores below come after the slot is free */
+                        const uint32_t held = (uint32_t)((volatile int *)&meta[2 * zslot + 1])[0];
+                        uint32_t zero = 0u, nheld = held;
+                        if (p.diag != 2 && p.diag != 3) {
+#pragma unroll
+                            for (int j = 0; j < KC; ++j) {
+                                const uint32_t vm = (masks >> (j * R)) & (uint32_t)CF::RMASK;
+                                uint32_t gm = 0u; /* the rows of the groups that have a present row */
+#pragma unroll
+                                for (int q = 0; q < R / CF::RG; ++q)
+                                    gm |= (vm >> (q * CF::RG)) & (uint32_t)CF::GMASK ? (uint32_t)CF::GMASK << (q * CF::RG) : 0u;
+                                const uint32_t hj = (held >> (j * R)) & (uint32_t)CF::RMASK, zj = hj & gm & ~vm;
+                                zero |= zj << (j * R);
+                                nheld = (nheld & ~((uint32_t)CF::RMASK << (j * R))) | (((hj & ~zj) | vm) << (j * R));
+                            }
+                        }
+                        const uint32_t zst = sbase + zslot * CF::STAGE_BYTES + CF::B_BYTES;
+                        for (uint32_t z = zero; z; z &= z - 1u) { /* the same in every lane: no divergence */
+                            const uint32_t k = (uint32_t)(__ffs((int)z) - 1);
+#pragma unroll
+                            for (int o = 0; o < CF::BLK_BYTES; o += 512)
+                                st_shared_zero16(zst + k * (uint32_t)CF::BLK_BYTES + (uint32_t)o + 16u * (uint32_t)lane);
+                        }
+                        if (zero) fence_proxy_async_smem();
+                        __syncwarp(); /* all lanes' zeros (and their fences) before lane 0 arms the stage */
+                        if (lane == 0) ((volatile int *)&meta[2 * zslot + 1])[0] = (int)nheld;
+                    }
                     if (lane == 0)
-                        open_stage(gs + i, make_int4(g, ntile, p.diag == 1 || p.diag == 3 ? 0 : (int)masks, last ? SM_LAST : 0), bytes);
+                        open_stage(gs + i, make_int4(g, ntile, p.diag == 1 || p.diag == 3 ? 0 : (int)masks, last ? SM_LAST : 0), bytes,
+                                   waited);
                     __syncwarp(); /* the barrier is armed before any load can complete on it */
                     const uint32_t slot = (gs + i) % (uint32_t)CF::STAGES;
                     const uint32_t fb = full0 + 8 * slot;
@@ -664,7 +763,11 @@ __global__ void __launch_bounds__(384, 1)
         /* ------------------------------------------------------------ consumers */
         setmaxnreg_inc<SMALL_CONSUMER_REGS>();
         const int c = wg - 1;
-        float acc[R][BS / 2];
+        /* R accumulator sets of BS/2 registers, flat: set r at [r * BS/2]; RG consecutive sets are the registers of
+           one m64n(RG*BS) wgmma (register i of m64nN is column 8(i/4) + 2(lane%4) + i%2 of row 16w + lane/4 + 8((i/2)%2),
+           so set r of m64nBS is registers r*BS/2 .. of m64n(RG*BS) starting at row slot 0 of the group) */
+        constexpr int AW = BS / 2;
+        float acc[R * AW];
         uint32_t s = 0, ph = 0;
         /* (register path) ldmatrix.x4.trans addresses: lane l feeds matrix l/8, row l%8: matrices 0/1 (k 0-7) and
            2/3 (k 8-15) of columns 16w + 0-7 / 8-15. In the 128-byte swizzled box, row kr's 16-byte chunk q sits at
@@ -706,14 +809,15 @@ __global__ void __launch_bounds__(384, 1)
                 for (int j = 0; j < KC; ++j) {
                     const int mj = (masks >> (j * R)) & CF::RMASK;
 #pragma unroll
-                    for (int r = 0; r < R; ++r) {
+                    for (int x = 0; x < R / CF::RG * CF::KS; ++x) {
+                        /* the group of row slots q*RG .. q*RG+RG-1, k16 step ks */
+                        const int q = CF::KO ? x % (R / CF::RG) : x / CF::KS, ks = CF::KO ? x / (R / CF::RG) : x % CF::KS;
+                        const int r = q * CF::RG;
                         const uint32_t ab = st + CF::B_BYTES + (uint32_t)((j * R + r) * CF::BLK_BYTES);
-#pragma unroll
-                        for (int ks = 0; ks < CF::KS; ++ks)
-                            SMmaSS<BS, DT>::run(acc[r],
-                                                smem_desc(st + (uint32_t)c * CF::SUB_BYTES + (uint32_t)(j * BS + 16 * ks) * 128u,
-                                                          8192u, 1024u),
-                                                smem_desc_swz(ab + 32u * ks, 16u, CF::A_SBO, CF::A_SWZ), (mj >> r) & 1);
+                        SMmaSS<BS * CF::RG, DT>::run(&acc[r * AW],
+                                                     smem_desc(st + (uint32_t)c * CF::SUB_BYTES + (uint32_t)(j * BS + 16 * ks) * 128u,
+                                                               8192u, 1024u),
+                                                     smem_desc_swz(ab + 32u * ks, 16u, CF::A_SBO, CF::A_SWZ), (mj >> r) & CF::GMASK);
                     }
                 }
             } else {
@@ -733,7 +837,7 @@ __global__ void __launch_bounds__(384, 1)
                         const uint32_t ab = st + CF::B_BYTES + (uint32_t)((j * R + r) * CF::BLK_BYTES);
 #pragma unroll
                         for (int ks = 0; ks < CF::KS; ++ks)
-                            SMma<BS, DT>::run(acc[r], a[j][ks], smem_desc_swz(ab + 32u * ks, 16u, CF::A_SBO, CF::A_SWZ),
+                            SMma<BS, DT>::run(&acc[r * AW], a[j][ks], smem_desc_swz(ab + 32u * ks, 16u, CF::A_SBO, CF::A_SWZ),
                                               (mj >> r) & 1);
                     }
                 }
@@ -749,13 +853,9 @@ __global__ void __launch_bounds__(384, 1)
             SPROF(++cit;)
             const int g = m.x, ntile = m.y;
 #pragma unroll
-            for (int r = 0; r < R; ++r)
+            for (int i = 0; i < R * AW; ++i) acc[i] = 0.0f;
 #pragma unroll
-                for (int i = 0; i < BS / 2; ++i) acc[r][i] = 0.0f;
-#pragma unroll
-            for (int r = 0; r < R; ++r)
-#pragma unroll
-                for (int i = 0; i < BS / 2; ++i) reg_fence(acc[r][i]);
+            for (int i = 0; i < R * AW; ++i) reg_fence(acc[i]);
             int masks = m.z, fl = m.w;
             if constexpr (CF::SS) {
                 /* the stage before this one stays in flight while this one is issued: a consumer does not wait
@@ -791,9 +891,7 @@ __global__ void __launch_bounds__(384, 1)
                 }
             }
 #pragma unroll
-            for (int r = 0; r < R; ++r)
-#pragma unroll
-                for (int i = 0; i < BS / 2; ++i) reg_fence(acc[r][i]);
+            for (int i = 0; i < R * AW; ++i) reg_fence(acc[i]);
             /* epilogue: EPR block rows (STG_ROWS C rows) per pass through the staging buffer; the passes are unrolled
                at compile time (static_for) so that every accumulator index is a constant (else they go to local
                memory) */
@@ -813,7 +911,7 @@ __global__ void __launch_bounds__(384, 1)
                         /* an inline-asm store (plain C++ stores of the accumulators here went with ptxas
                            serialising the mainloop's guarded wgmmas, C7520, in one version of this code) */
                         asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(stg_u + 4u * (uint32_t)((rr * BS + rp) * CF::PITCH + mm)),
-                                     "f"(acc[P * CF::EPR + rr][i])
+                                     "f"(acc[(P * CF::EPR + rr) * AW + i])
                                      : "memory");
                     }
                 named_bar_sync(1 + c, 128);

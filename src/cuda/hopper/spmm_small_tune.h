@@ -9,7 +9,8 @@ extern "C" {
 struct bsk_hopper_small_tune_s {
     int variant;   /* 0 default; 1: the other stage shape (BS 32: 1 block column per stage, 7 stages; BS 16: 1
                       column, 14 stages); 2: Bᵀ through registers, wait_group 0 (run 1); 3 / 4: one / two
-                      producer warps (default four; session 8); -1: decline (the portable path runs). 1-4 exist
+                      producer warps (default four; session 8); 5 / 6: BS 32, 2 / 4 rows per wgmma with the k16
+                      steps issued outer (experiment, session 9); -1: decline (the portable path runs). 1-6 exist
                       for fp16 input only (bf16 runs the default)                                              */
     int force;     /* 1: take every case the kernel can do, ignoring the density crossover to the portable kernel */
     int band_mb;   /* L2 budget in MB for the A blocks of one band of row groups (default 16)                  */
@@ -21,6 +22,9 @@ struct bsk_hopper_small_tune_s {
     void *prof;    /* -DBSK_SMALL_PROF builds: device buffer of 16 long long per CTA (cycle counters), or NULL */
     int out_grid;  /* written by the launcher: the grid it launched                                            */
     int out_items; /* written by the launcher: row groups x N tiles                                            */
+    int rows_per_mma; /* adjacent row slots per wgmma in the default stage shape (variant 0, both input dtypes):
+                         0 by density (BS 32: 2 below d 0.3, else 1; BS 16: 4 below d 0.2, else 16), 1 one row
+                         each (session 8), BS 32: 2 / 4 / 8, BS 16: 4 / 8 / 16 (session 9); others: as 1       */
 };
 extern struct bsk_hopper_small_tune_s bsk__hopper_small_tune;
 #ifdef __cplusplus
