@@ -293,6 +293,10 @@ BSK_API bsk_status bsk_bsr_stats_get(const bsk_bsr *A, bsk_bsr_stats *stats);
    A: BSR, M x K (op N) — op T uses Aᵀ, K x M.  B: dense, op(A).cols x N.  C: dense, op(A).rows x N.
    Dtypes: A and B the same, one of F32/F16/BF16; C any of F32/F16/BF16. Accumulation is fp32.
    beta = 0 means C is not read (NaN in C does not propagate). C must not alias A or B.
+   Non-finite values: NaN / Inf in a stored block of A or in a row of B that a stored block multiplies reach C as
+   in the dense product; a row of C whose block row stores no block in that block column may also become
+   NaN (0 · Inf) on the CUDA Hopper kernels for 16 / 32 blocks, which multiply several block rows in one
+   tensor-core operation with zero blocks for the absent ones. Finite inputs never see a difference.
    Host operands: CPU backend, threaded over output block rows (threads: the online cores, or environment
    BSK_NUM_THREADS, read on every call); its results are bitwise identical on every run and for every
    thread count; alpha = 0 there gives C = beta·C without reading A or B. Device operands: CUDA backend
