@@ -239,6 +239,12 @@ __device__ __forceinline__ void named_bar_sync(int id, int count)
 {
     asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");
 }
+/* The same without .aligned (barrier.sync): a warp's threads may arrive at different times or from different
+   code, so a warp that may be diverged (lane-0 / per-lane branches just before) can use it. */
+__device__ __forceinline__ void named_bar_sync_div(int id, int count)
+{
+    asm volatile("barrier.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+}
 
 /* ---------------------------------------------------------------- wgmma */
 

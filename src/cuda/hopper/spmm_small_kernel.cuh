@@ -627,10 +627,9 @@ __global__ void __launch_bounds__(384, 1)
                     } else {
                         volatile unsigned *tk = tick + (items_seen & 1u);
                         if (warp == 0 && lane == 0) *tk = pend;
-                        /* bar.sync is .aligned: the warp must arrive converged, and the stage loop's lane-0 /
-                           per-row TMA branches leave it diverged (synccheck: "divergent threads", session 9) */
-                        __syncwarp();
-                        named_bar_sync(3, 32 * CF::PW);
+                        /* not bar.sync (.aligned): the stage loop's lane-0 / per-row TMA branches may leave the
+                           warp diverged here (synccheck: "divergent threads", even after a __syncwarp; session 9) */
+                        named_bar_sync_div(3, 32 * CF::PW);
                         tn = *tk;
                         ++items_seen;
                     }
