@@ -2,7 +2,8 @@
    GPU. Large config B=4 H=16 S=8192 (D=128 and 64, bf16) over densities and causal/non-causal, TFLOPS on
    kept tiles (4·kept_tiles·bq·bk·D, every (batch, head) layout counted, causal diagonal tiles counted as
    kept), with cuBLAS dense bf16 GEMM TFLOPS in the same run as the stability reference; the top-k gate's
-   time as a share of the attention time, on Q and K and on pre-pooled block means (bsk_topk_params.pooled); latency of the small config B=2 H=8 S=512 D=64 fp16. Each
+   time as a share of the attention time, on Q and K and on pre-pooled block means (bsk_topk_params.pooled), and the
+   pooled gate's marginal cost in the sequence gate -> attention (with and without PDL); latency of the small config B=2 H=8 S=512 D=64 fp16. Each
    timed config is spot-checked against a float64 reference on a few query rows. JSON to
    bench/results/attention.json (or --json). */
 #include <math.h>
@@ -38,6 +39,27 @@ static int gate_run(void *arg)
 {
     gate_work *w = (gate_work *)arg;
     return (int)bsk_topk_block_layout(w->ctx, w->p, w->out);
+}
+
+/* The real sequence: the gate writes the layout, the attention reads it, on one stream, nothing in between
+   (the Hopper attention is a programmatic dependent launch unless pdl = 0: bsk__attn_pdl). */
+typedef struct seq_work {
+    bsk_context *ctx;
+    const bsk_topk_params *gp;
+    bsk_attn_layout *gl;
+    const bsk_attention_params *ap;
+    int pdl;
+} seq_work;
+
+static int seq_run(void *arg)
+{
+    seq_work *w = (seq_work *)arg;
+    int rc = (int)bsk_topk_block_layout(w->ctx, w->gp, w->gl);
+    if (rc) return rc;
+    bsk__attn_pdl = w->pdl;
+    rc = (int)bsk_attention_forward(w->ctx, w->ap);
+    bsk__attn_pdl = 1;
+    return rc;
 }
 
 /* Pre-pooled gate input: the block means of a B x S x H x D bf16 tensor ([batch, seq, heads, dim]) as a
@@ -151,12 +173,15 @@ typedef struct result {
     int64_t kept_tiles;
     double ms, tflops, err, gate_ms, gate_share, tflops_var[3], tflops_mma, tflops_persist, tflops_per_item;
     double gate_pooled_ms, gate_pooled_share; /* the gate on pre-pooled input (params.pooled = 1) */
+    /* the sequence pooled gate -> attention on the gate's layout, round-robin with the attention alone on it:
+       attention alone, the sequence with / without PDL, the medians of the paired differences (marginal cost) */
+    double seq_attn_ms, seq_ms, seq_nopdl_ms, seq_marg_ms, seq_marg_nopdl_ms;
     const char *kernel;
     bsk_status status;
 } result;
 
 static int run(const char *json, int iters, int warmup, int64_t B, int64_t H, int64_t S, const int64_t *dims, int nd,
-               const double *dens, int ndens, int variants, int variant, int compare)
+               const double *dens, int ndens, int variants, int variant, int compare, int seq_iters)
 {
     bsk_context *ctx;
     cublasHandle_t blas;
@@ -204,6 +229,7 @@ static int run(const char *json, int iters, int warmup, int64_t B, int64_t H, in
                 r->D = D; r->causal = causal; r->density = dens[x];
                 r->ms = r->tflops = r->err = r->gate_ms = r->gate_share = NAN;
                 r->gate_pooled_ms = r->gate_pooled_share = NAN;
+                r->seq_attn_ms = r->seq_ms = r->seq_nopdl_ms = r->seq_marg_ms = r->seq_marg_nopdl_ms = NAN;
                 r->tflops_var[0] = r->tflops_var[1] = r->tflops_var[2] = r->tflops_mma = NAN;
                 r->tflops_persist = r->tflops_per_item = NAN;
                 bsk_attn_layout hl, dl;
@@ -284,6 +310,21 @@ static int run(const char *json, int iters, int warmup, int64_t B, int64_t H, in
                             r->gate_pooled_ms = cli_time_gpu(&timer, gate_run, &pw, warmup, iters, &rc);
                             if (rc) r->gate_pooled_ms = NAN;
                             r->gate_pooled_share = r->gate_pooled_ms / r->ms;
+                            if (seq_iters > 0 && !rc) {
+                                /* the gate's marginal cost in the real sequence: (gate -> attention) - attention, the
+                                   attention on the layout the gate writes (gl holds it from the runs above) */
+                                bsk_attention_params ap = p;
+                                ap.layout = &gl;
+                                attn_work aw = {ctx, &ap};
+                                seq_work sw1 = {ctx, &pp, &gl, &ap, 1}, sw0 = {ctx, &pp, &gl, &ap, 0};
+                                cli_work_fn fns[3] = {attn_run, seq_run, seq_run};
+                                void *args[3] = {&aw, &sw1, &sw0};
+                                double med[3], dif[3];
+                                if (!cli_time_gpu_rr(&timer, fns, args, 3, warmup, seq_iters, med, dif)) {
+                                    r->seq_attn_ms = med[0]; r->seq_ms = med[1]; r->seq_nopdl_ms = med[2];
+                                    r->seq_marg_ms = dif[1]; r->seq_marg_nopdl_ms = dif[2];
+                                }
+                            }
                         }
                         bsk_attn_layout_free(&gl);
                     }
@@ -300,6 +341,13 @@ static int run(const char *json, int iters, int warmup, int64_t B, int64_t H, in
                            r->tflops_per_item);
                 if (variants) printf("  [variants 0/1/2: %.1f / %.1f / %.1f]", r->tflops_var[0], r->tflops_var[1], r->tflops_var[2]);
                 printf("\n");
+                if (isfinite(r->seq_ms))
+                    printf("  seq D=%lld %s d=%.2f: attn %.1f us, gate+attn %.1f PDL / %.1f no PDL: marginal gate %.2f us "
+                           "(%.1f%%) / %.2f us (%.1f%%), isolated gate %.2f us (%.1f%%)\n",
+                           (long long)D, causal ? "causal" : "non-caus", dens[x], 1e3 * r->seq_attn_ms, 1e3 * r->seq_ms,
+                           1e3 * r->seq_nopdl_ms, 1e3 * r->seq_marg_ms, 100.0 * r->seq_marg_ms / r->seq_attn_ms,
+                           1e3 * r->seq_marg_nopdl_ms, 100.0 * r->seq_marg_nopdl_ms / r->seq_attn_ms, 1e3 * r->gate_pooled_ms,
+                           100.0 * r->gate_pooled_share);
                 fflush(stdout);
                 bsk_attn_layout_free(&hl);
                 bsk_attn_layout_free(&dl);
@@ -372,6 +420,7 @@ static int run(const char *json, int iters, int warmup, int64_t B, int64_t H, in
         cli_json_str(&j, "flop", "4 * kept_tiles * 128 * 128 * D over all (batch, head) layouts; diagonal tiles counted whole");
         cli_json_str(&j, "timing", "CUDA events, median, L2 flushed before each iteration");
         cli_json_int(&j, "iters", iters);
+        cli_json_int(&j, "seq_iters", seq_iters);
         cli_json_int(&j, "variant", variant);
         cli_json_end(&j);
         cli_json_num(&j, "cublas_bf16_gemm_8192_tflops", gemm_tflops);
@@ -398,6 +447,12 @@ static int run(const char *json, int iters, int warmup, int64_t B, int64_t H, in
             cli_json_num(&j, "gate_share_of_attention", r->gate_share);
             cli_json_num(&j, "gate_pooled_ms", r->gate_pooled_ms);
             cli_json_num(&j, "gate_pooled_share_of_attention", r->gate_pooled_share);
+            cli_json_num(&j, "seq_attention_on_gate_layout_ms", r->seq_attn_ms);
+            cli_json_num(&j, "seq_gate_then_attention_ms", r->seq_ms);
+            cli_json_num(&j, "seq_gate_then_attention_no_pdl_ms", r->seq_nopdl_ms);
+            cli_json_num(&j, "seq_gate_marginal_ms", r->seq_marg_ms);
+            cli_json_num(&j, "seq_gate_marginal_share", r->seq_marg_ms / r->seq_attn_ms);
+            cli_json_num(&j, "seq_gate_marginal_no_pdl_ms", r->seq_marg_nopdl_ms);
             cli_json_str(&j, "kernel", r->kernel ? r->kernel : "none");
             cli_json_str(&j, "status", bsk_status_string(r->status));
             cli_json_end(&j);
@@ -420,7 +475,7 @@ static int run(const char *json, int iters, int warmup, int64_t B, int64_t H, in
 int cmd_attention(int argc, char **argv)
 {
     const char *json = "bench/results/attention.json", *dims_s = "128,64", *dens_s = "0.10,0.25,0.50,1.0";
-    int64_t iters = 5, warmup = 2, B = 4, H = 16, S = 8192;
+    int64_t iters = 5, warmup = 2, B = 4, H = 16, S = 8192, seq_iters = 41;
     int variants = 0, quick = 0, compare = 0;
     int64_t variant = 0;
     cli_opt opts[] = {
@@ -436,6 +491,8 @@ int cmd_attention(int argc, char **argv)
         CLI_OPT_FLAG("quick", &quick, "S=2048, one iteration"),
         CLI_OPT_INT("variant", &variant, 0, 8,
                     "kernel choice (0 default, 3 mma.sync only, 4 Hopper kernel first; 5, 7, 8 its other builds)"),
+        CLI_OPT_INT("seq-iters", &seq_iters, 0, 1000,
+                    "round-robin iterations of attention alone / pooled gate -> attention with and without PDL (0: skip)"),
         CLI_OPT_FLAG("compare", &compare, "also time the mma.sync kernel and the Hopper kernel's other builds (variants 5 and 7: see attention_hopper.cu) on every config"),
     };
     char *pos[1];
@@ -452,11 +509,12 @@ int cmd_attention(int argc, char **argv)
     int nd = cli_list_int("attention", "dims", dims_s, 64, 128, dims, MAXD_ATTN_LIST);
     int ndens = cli_list_real("attention", "densities", dens_s, 0.001, 1.0, dens, 8);
     if (nd < 0 || ndens < 0) return CLI_USAGE;
-    if (quick) { S = 2048; iters = 1; warmup = 1; }
+    if (quick) { S = 2048; iters = 1; warmup = 1; seq_iters = 1; }
 #ifdef BSK_WITH_CUDA
-    return run(json, (int)iters, (int)warmup, B, H, S, dims, nd, dens, ndens, variants, (int)variant, compare);
+    return run(json, (int)iters, (int)warmup, B, H, S, dims, nd, dens, ndens, variants, (int)variant, compare, (int)seq_iters);
 #else
     (void)variants;
+    (void)seq_iters;
     (void)variant;
     (void)compare;
     fprintf(stderr, "bsk attention: this build has no CUDA backend\n");

@@ -370,8 +370,10 @@ __global__ void __launch_bounds__(SEL_THREADS) select_tiled_kernel(const SelArgs
     unsigned char *sel = st + SEL_QT * nb;                                   /* kept */
     __shared__ int room_s[SEL_QT];
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    /* launched as a programmatic dependent of the pool (or projection) kernel: wait for its results */
+    /* launched as a programmatic dependent of the pool (or projection) kernel: wait for its results; then let
+       the next kernel (the attention) launch: its CTAs do their setup and wait for this grid (PDL) */
     cudaGridDependencySynchronize();
+    cudaTriggerProgrammaticLaunchCompletion();
 #endif
     const int tiles = (a.mq + SEL_QT - 1) / SEL_QT, tid = threadIdx.x, w = tid >> 5, lane = tid & 31;
     const int64_t bh = blockIdx.x / tiles, h = bh % a.heads, b = bh / a.heads, hk = h / a.group;
@@ -625,8 +627,10 @@ __global__ void __launch_bounds__(WS_THREADS) select_warp_kernel(const SelArgs a
     const int P = a.P, nb = a.nb, SCS = 32 * KPL;
     double *kT = wsm, *qT = kT + WS_EC * WS_KS, *sc = qT + WS_EC * WS_QS; /* sc[WS_QT][SCS] */
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    /* launched as a programmatic dependent of the pool (or projection) kernel: wait for its results */
+    /* launched as a programmatic dependent of the pool (or projection) kernel: wait for its results; then let
+       the next kernel (the attention) launch: its CTAs do their setup and wait for this grid (PDL) */
     cudaGridDependencySynchronize();
+    cudaTriggerProgrammaticLaunchCompletion();
 #endif
     const int tiles = (a.mq + WS_QT - 1) / WS_QT, tid = threadIdx.x, w = tid >> 5, lane = tid & 31;
     const int64_t bh = blockIdx.x / tiles, h = bh % a.heads, b = bh / a.heads, hk = h / a.group;
@@ -987,7 +991,11 @@ __global__ void __launch_bounds__(256 * NRT, 2 / NRT) select_pooled_kernel(const
     float *qnp = knp + KGS * 64;                                 /* [16][QR]: of query rows */
     float *e2s = qnp + 16 * QR;                                  /* [QR]: each CTA row's 2 E (ps_bound2) */
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    /* PDL: wait for the previous kernel's writes (a no-op without a PDL predecessor); then let the next kernel
+       launch at once (the attention launched with PDL: its setup runs under this gate, its griddepcontrol.wait
+       holds its reads of the layout until this grid has finished) */
     cudaGridDependencySynchronize();
+    cudaTriggerProgrammaticLaunchCompletion();
 #endif
     const int tid = threadIdx.x, w = tid >> 5, lane = tid & 31;
     const int h = (int)blockIdx.y, b = (int)blockIdx.z, hk = h / a.group;
