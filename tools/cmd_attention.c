@@ -51,14 +51,15 @@ typedef struct seq_work {
     int pdl;
 } seq_work;
 
-static int seq_run(void *arg)
+static int seq_run(void *arg) /* gp NULL: the attention alone */
 {
     seq_work *w = (seq_work *)arg;
-    int rc = (int)bsk_topk_block_layout(w->ctx, w->gp, w->gl);
+    int rc = w->gp ? (int)bsk_topk_block_layout(w->ctx, w->gp, w->gl) : 0;
     if (rc) return rc;
+    const int was = bsk__attn_pdl;
     bsk__attn_pdl = w->pdl;
     rc = (int)bsk_attention_forward(w->ctx, w->ap);
-    bsk__attn_pdl = 1;
+    bsk__attn_pdl = was;
     return rc;
 }
 
@@ -175,7 +176,7 @@ typedef struct result {
     double gate_pooled_ms, gate_pooled_share; /* the gate on pre-pooled input (params.pooled = 1) */
     /* the sequence pooled gate -> attention on the gate's layout, round-robin with the attention alone on it:
        attention alone, the sequence with / without PDL, the medians of the paired differences (marginal cost) */
-    double seq_attn_ms, seq_ms, seq_nopdl_ms, seq_marg_ms, seq_marg_nopdl_ms;
+    double seq_attn_ms, seq_ms, seq_nopdl_ms, seq_marg_ms, seq_marg_nopdl_ms, seq_attn_nopdl_ms, seq_attn_pdl_diff_ms;
     const char *kernel;
     bsk_status status;
 } result;
@@ -230,6 +231,7 @@ static int run(const char *json, int iters, int warmup, int64_t B, int64_t H, in
                 r->ms = r->tflops = r->err = r->gate_ms = r->gate_share = NAN;
                 r->gate_pooled_ms = r->gate_pooled_share = NAN;
                 r->seq_attn_ms = r->seq_ms = r->seq_nopdl_ms = r->seq_marg_ms = r->seq_marg_nopdl_ms = NAN;
+                r->seq_attn_nopdl_ms = r->seq_attn_pdl_diff_ms = NAN;
                 r->tflops_var[0] = r->tflops_var[1] = r->tflops_var[2] = r->tflops_mma = NAN;
                 r->tflops_persist = r->tflops_per_item = NAN;
                 bsk_attn_layout hl, dl;
@@ -315,14 +317,15 @@ static int run(const char *json, int iters, int warmup, int64_t B, int64_t H, in
                                    attention on the layout the gate writes (gl holds it from the runs above) */
                                 bsk_attention_params ap = p;
                                 ap.layout = &gl;
-                                attn_work aw = {ctx, &ap};
+                                seq_work aw1 = {ctx, NULL, &gl, &ap, 1}, aw0 = {ctx, NULL, &gl, &ap, 0};
                                 seq_work sw1 = {ctx, &pp, &gl, &ap, 1}, sw0 = {ctx, &pp, &gl, &ap, 0};
-                                cli_work_fn fns[3] = {attn_run, seq_run, seq_run};
-                                void *args[3] = {&aw, &sw1, &sw0};
-                                double med[3], dif[3];
-                                if (!cli_time_gpu_rr(&timer, fns, args, 3, warmup, seq_iters, med, dif)) {
+                                cli_work_fn fns[4] = {seq_run, seq_run, seq_run, seq_run};
+                                void *args[4] = {&aw1, &sw1, &sw0, &aw0}; /* attention alone, with / without PDL */
+                                double med[4], dif[4];
+                                if (!cli_time_gpu_rr(&timer, fns, args, 4, warmup, seq_iters, med, dif)) {
                                     r->seq_attn_ms = med[0]; r->seq_ms = med[1]; r->seq_nopdl_ms = med[2];
                                     r->seq_marg_ms = dif[1]; r->seq_marg_nopdl_ms = dif[2];
+                                    r->seq_attn_nopdl_ms = med[3]; r->seq_attn_pdl_diff_ms = -dif[3];
                                 }
                             }
                         }
@@ -348,6 +351,11 @@ static int run(const char *json, int iters, int warmup, int64_t B, int64_t H, in
                            1e3 * r->seq_nopdl_ms, 1e3 * r->seq_marg_ms, 100.0 * r->seq_marg_ms / r->seq_attn_ms,
                            1e3 * r->seq_marg_nopdl_ms, 100.0 * r->seq_marg_nopdl_ms / r->seq_attn_ms, 1e3 * r->gate_pooled_ms,
                            100.0 * r->gate_pooled_share);
+                if (isfinite(r->seq_ms))
+                    printf("  seq D=%lld %s d=%.2f: attention alone %.1f us PDL / %.1f us no PDL (paired: PDL %+.2f us); "
+                           "marginal gate / attention at the density above: %.1f%% PDL, %.1f%% no PDL\n",
+                           (long long)D, causal ? "causal" : "non-caus", dens[x], 1e3 * r->seq_attn_ms, 1e3 * r->seq_attn_nopdl_ms,
+                           1e3 * r->seq_attn_pdl_diff_ms, 100.0 * r->seq_marg_ms / r->ms, 100.0 * r->seq_marg_nopdl_ms / r->ms);
                 fflush(stdout);
                 bsk_attn_layout_free(&hl);
                 bsk_attn_layout_free(&dl);
@@ -453,6 +461,8 @@ static int run(const char *json, int iters, int warmup, int64_t B, int64_t H, in
             cli_json_num(&j, "seq_gate_marginal_ms", r->seq_marg_ms);
             cli_json_num(&j, "seq_gate_marginal_share", r->seq_marg_ms / r->seq_attn_ms);
             cli_json_num(&j, "seq_gate_marginal_no_pdl_ms", r->seq_marg_nopdl_ms);
+            cli_json_num(&j, "seq_attention_on_gate_layout_no_pdl_ms", r->seq_attn_nopdl_ms);
+            cli_json_num(&j, "seq_attention_pdl_minus_no_pdl_ms", r->seq_attn_pdl_diff_ms);
             cli_json_str(&j, "kernel", r->kernel ? r->kernel : "none");
             cli_json_str(&j, "status", bsk_status_string(r->status));
             cli_json_end(&j);
@@ -475,7 +485,7 @@ static int run(const char *json, int iters, int warmup, int64_t B, int64_t H, in
 int cmd_attention(int argc, char **argv)
 {
     const char *json = "bench/results/attention.json", *dims_s = "128,64", *dens_s = "0.10,0.25,0.50,1.0";
-    int64_t iters = 5, warmup = 2, B = 4, H = 16, S = 8192, seq_iters = 41;
+    int64_t iters = 5, warmup = 2, B = 4, H = 16, S = 8192, seq_iters = 41, pdl = 1;
     int variants = 0, quick = 0, compare = 0;
     int64_t variant = 0;
     cli_opt opts[] = {
@@ -491,8 +501,9 @@ int cmd_attention(int argc, char **argv)
         CLI_OPT_FLAG("quick", &quick, "S=2048, one iteration"),
         CLI_OPT_INT("variant", &variant, 0, 8,
                     "kernel choice (0 default, 3 mma.sync only, 4 Hopper kernel first; 5, 7, 8 its other builds)"),
+        CLI_OPT_INT("pdl", &pdl, 0, 1, "1: the Hopper attention launched with programmatic dependent launch (default), 0: without"),
         CLI_OPT_INT("seq-iters", &seq_iters, 0, 1000,
-                    "round-robin iterations of attention alone / pooled gate -> attention with and without PDL (0: skip)"),
+                    "round-robin iterations of attention alone and pooled gate -> attention, each with and without PDL (0: skip)"),
         CLI_OPT_FLAG("compare", &compare, "also time the mma.sync kernel and the Hopper kernel's other builds (variants 5 and 7: see attention_hopper.cu) on every config"),
     };
     char *pos[1];
@@ -511,10 +522,12 @@ int cmd_attention(int argc, char **argv)
     if (nd < 0 || ndens < 0) return CLI_USAGE;
     if (quick) { S = 2048; iters = 1; warmup = 1; seq_iters = 1; }
 #ifdef BSK_WITH_CUDA
+    bsk__attn_pdl = (int)pdl;
     return run(json, (int)iters, (int)warmup, B, H, S, dims, nd, dens, ndens, variants, (int)variant, compare, (int)seq_iters);
 #else
     (void)variants;
     (void)seq_iters;
+    (void)pdl;
     (void)variant;
     (void)compare;
     fprintf(stderr, "bsk attention: this build has no CUDA backend\n");
