@@ -498,7 +498,9 @@ BSK_API bsk_status bsk_attn_layout_tiles(const bsk_attn_layout *L, int64_t *full
    counts and skip out-of-range indices so malformed lists never cause out-of-bounds access), NO_DEVICE,
    CUDA. Device operands: runs on the context's stream without host synchronisation. bsk_last_kernel
    names the kernel ("cpu-attention", "hopper-attn-wgmma" (sm_90: F16/BF16, dim 64/128, 128 x 128 blocks,
-   positive scale), "cuda-attention-mma", "cuda-attention-simt"). */
+   positive scale), "cuda-attention-mma", "cuda-attention-simt"). The Hopper kernel is a programmatic
+   dependent launch: its setup overlaps the end of the kernel before it on the stream (e.g. the device
+   bsk_topk_block_layout, which lets it start early), and it touches no memory before that kernel is done. */
 typedef struct bsk_attention_params {
     bsk_attn_tensor q, k, v, o;
     float *lse;

@@ -881,6 +881,140 @@ BSK_TEST(gpu_attn_topk_matches_cpu)
     bsk_destroy(ctx);
 }
 
+/* topk.cu's test hook (tests/test_topk_gpu.c holds a weak definition for builds without CUDA); the layout
+   comparison of tests/test_topk.c (counts and the entries they cover). */
+extern int bsk__topk_variant;
+int64_t topk_test_layout_diff(const bsk_attn_layout *A, const bsk_attn_layout *B);
+
+/* The real sequence on one stream, nothing in between: the device gate on pre-pooled rows writes a layout, the
+   attention reads it (on an sm_90 device the Hopper kernel, a programmatic dependent launch of the gate, which
+   lets its dependents launch at its start). Two rounds back to back without a synchronisation, both into the same
+   device layout (poisoned first with a valid, different layout): gate A -> attention A -> gate B -> attention B.
+   Each output (NaN-poisoned) against the float64 reference on the CPU gate's layout of its round: attention A
+   must read gate A's layout (not the poison), gate B must not overwrite it before attention A has read it.
+   Fresh random Q, K, V and pooled rows; one case with the exact-path-everywhere gate (bsk__topk_variant 1024,
+   several times slower: a long window for an early read), one with key lengths. */
+BSK_TEST(gpu_attn_topk_then_attention)
+{
+    bsk_context *ctx, *cpu;
+    if (!attn_gpu_ctx(&ctx)) SKIP("no CUDA device");
+    REQUIRE_OK(bsk_create(&cpu, BSK_BACKEND_CPU));
+    typedef struct { int64_t B, H, HK, SQ, SK, D; bsk_dtype dt; int causal, kv_lens, top_k, gate_variant; } seq_case;
+    static const seq_case cases[] = {
+        {2, 4, 2, 1100, 1100, 128, BSK_BF16, 1, 0, 4, 0},
+        {2, 4, 4, 900, 1300, 64, BSK_F16, 0, 1, 3, 1024},
+        {1, 4, 4, 1800, 2000, 64, BSK_BF16, 1, 0, 5, 0},
+        {1, 4, 2, 1000, 1000, 128, BSK_F16, 0, 0, 4, 1024},
+    };
+    const int hopper = hopper_device();
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        const seq_case *c = &cases[ci];
+        bsk_rng *r = bsk_test_rng();
+        const int64_t mq = (c->SQ + 127) / 128, nb = (c->SK + 127) / 128, cap = c->top_k < nb ? c->top_k : nb;
+        const size_t es = bsk_dtype_size(c->dt);
+        attn_tbuf q = attn_tensor_make(c->B, c->SQ, c->H, c->D, c->dt, BSHD, 0, r, 0);
+        attn_tbuf k = attn_tensor_make(c->B, c->SK, c->HK, c->D, c->dt, BSHD, 0, r, 0);
+        attn_tbuf v = attn_tensor_make(c->B, c->SK, c->HK, c->D, c->dt, BSHD, 0, r, 0);
+        int32_t *lens = NULL;
+        if (c->kv_lens) {
+            lens = (int32_t *)malloc((size_t)c->B * 4);
+            for (int64_t b = 0; b < c->B; b++) lens[b] = (int32_t)bsk_rng_int(r, 1, (int)c->SK);
+        }
+        void *dq = attn_to_dev(q.host, (size_t)q.elems * es), *dk = attn_to_dev(k.host, (size_t)k.elems * es);
+        void *dv = attn_to_dev(v.host, (size_t)v.elems * es);
+        int32_t *dlens = lens ? (int32_t *)attn_to_dev(lens, (size_t)c->B * 4) : NULL;
+        REQUIRE(dq && dk && dv && (!lens || dlens));
+        /* the device layout both rounds write, poisoned with a valid other layout: every row keeps the last block */
+        bsk_attn_layout D, poison;
+        REQUIRE_OK(bsk_attn_layout_alloc(c->SQ, c->SK, 128, 128, (int32_t)c->B, (int32_t)c->H, (int32_t)cap, BSK_MEM_DEVICE, &D));
+        REQUIRE_OK(bsk_attn_layout_alloc(c->SQ, c->SK, 128, 128, (int32_t)c->B, (int32_t)c->H, (int32_t)cap, BSK_MEM_HOST, &poison));
+        const int64_t rows = bsk__attn_layout_rows(&poison);
+        for (int64_t x = 0; x < rows; x++) {
+            poison.full_count[x] = 1;
+            poison.part_count[x] = 0;
+            for (int64_t a = 0; a < cap; a++) poison.full_idx[x * cap + a] = poison.part_idx[x * cap + a] = (int32_t)(nb - 1);
+        }
+        CHECK_STATUS(bsk_cuda_memcpy(D.full_count, poison.full_count, (size_t)rows * 4, 1, 0), BSK_SUCCESS);
+        CHECK_STATUS(bsk_cuda_memcpy(D.part_count, poison.part_count, (size_t)rows * 4, 1, 0), BSK_SUCCESS);
+        CHECK_STATUS(bsk_cuda_memcpy(D.full_idx, poison.full_idx, (size_t)(rows * cap) * 4, 1, 0), BSK_SUCCESS);
+        CHECK_STATUS(bsk_cuda_memcpy(D.part_idx, poison.part_idx, (size_t)(rows * cap) * 4, 1, 0), BSK_SUCCESS);
+        /* per round: pooled rows, the CPU gate's layout, the reference on it, device operands */
+        attn_tbuf pq[2], pk[2], o[2];
+        bsk_attn_layout H[2];
+        bsk_topk_params gp[2];
+        bsk_attention_params ap[2];
+        double *O_ref[2], *lse_ref[2];
+        float *lse[2], *dlse[2];
+        void *dpq[2], *dpk[2], *dout[2];
+        const int64_t nl = c->B * c->H * c->SQ;
+        for (int x = 0; x < 2; x++) {
+            pq[x] = attn_tensor_make(c->B, mq, c->H, c->D, c->dt, BSHD, 0, r, 0);
+            pk[x] = attn_tensor_make(c->B, nb, c->HK, c->D, c->dt, BSHD, 0, r, 0);
+            memset(&gp[x], 0, sizeof gp[x]);
+            gp[x].q = pq[x].t; gp[x].k = pk[x].t; gp[x].pooled = 1; gp[x].kv_lens = lens;
+            gp[x].top_k = c->top_k; gp[x].causal = c->causal; gp[x].causal_offset = c->causal ? c->SK - c->SQ : 0;
+            gp[x].keep_first = 1; gp[x].keep_diagonal = 1;
+            REQUIRE_OK(bsk_attn_layout_alloc(c->SQ, c->SK, 128, 128, (int32_t)c->B, (int32_t)c->H, (int32_t)cap, BSK_MEM_HOST, &H[x]));
+            CHECK_STATUS(bsk_topk_block_layout(cpu, &gp[x], &H[x]), BSK_SUCCESS);
+            o[x] = attn_tensor_make(c->B, c->SQ, c->H, c->D, c->dt, BSHD, 0, r, 1);
+            lse[x] = lse_poison(nl);
+            memset(&ap[x], 0, sizeof ap[x]);
+            ap[x].q = q.t; ap[x].k = k.t; ap[x].v = v.t; ap[x].o = o[x].t; ap[x].lse = lse[x]; ap[x].layout = &H[x];
+            ap[x].kv_lens = lens; ap[x].causal = c->causal; ap[x].causal_offset = gp[x].causal_offset;
+            O_ref[x] = (double *)malloc((size_t)(c->B * c->SQ * c->H * c->D) * sizeof(double));
+            lse_ref[x] = (double *)malloc((size_t)nl * sizeof(double));
+            ref_attention(&ap[x], O_ref[x], lse_ref[x]);
+            dpq[x] = attn_to_dev(pq[x].host, (size_t)pq[x].elems * es);
+            dpk[x] = attn_to_dev(pk[x].host, (size_t)pk[x].elems * es);
+            dout[x] = attn_to_dev(o[x].host, (size_t)o[x].elems * es);
+            dlse[x] = (float *)attn_to_dev(lse[x], (size_t)nl * 4);
+            REQUIRE(dpq[x] && dpk[x] && dout[x] && dlse[x]);
+            gp[x].q.data = dpq[x]; gp[x].k.data = dpk[x]; gp[x].q.mem = gp[x].k.mem = BSK_MEM_DEVICE; gp[x].kv_lens = dlens;
+            ap[x].q.data = dq; ap[x].k.data = dk; ap[x].v.data = dv; ap[x].o.data = dout[x]; ap[x].lse = dlse[x];
+            ap[x].q.mem = ap[x].k.mem = ap[x].v.mem = ap[x].o.mem = BSK_MEM_DEVICE;
+            ap[x].kv_lens = dlens; ap[x].layout = &D;
+        }
+        /* the sequence: no synchronisation until the end */
+        for (int x = 0; x < 2; x++) {
+            bsk__topk_variant = c->gate_variant;
+            CHECK_STATUS(bsk_topk_block_layout(ctx, &gp[x], &D), BSK_SUCCESS);
+            bsk__topk_variant = 0;
+            CHECK(strcmp(bsk_last_kernel(ctx), "cuda-topk") == 0);
+            CHECK_STATUS(bsk_attention_forward(ctx, &ap[x]), BSK_SUCCESS);
+            if (hopper && strcmp(bsk_last_kernel(ctx), "hopper-attn-wgmma") != 0) {
+                fprintf(stderr, "  gate -> attention case %zu: ran %s\n", ci, bsk_last_kernel(ctx));
+                CHECK(0);
+            }
+        }
+        CHECK_STATUS(bsk_synchronize(ctx), BSK_SUCCESS);
+        for (int x = 0; x < 2; x++) {
+            CHECK_STATUS(bsk_cuda_memcpy(o[x].host, dout[x], (size_t)o[x].elems * es, 0, 1), BSK_SUCCESS);
+            CHECK_STATUS(bsk_cuda_memcpy(lse[x], dlse[x], (size_t)nl * 4, 0, 1), BSK_SUCCESS);
+            char what[120];
+            snprintf(what, sizeof what, "gate -> attention case %zu round %d (%s D%lld causal%d)", ci, x,
+                     c->dt == BSK_BF16 ? "bf16" : "f16", (long long)c->D, c->causal);
+            check_result(t, &o[x].t, lse[x], O_ref[x], lse_ref[x], tol_for(c->dt, 1), what);
+        }
+        bsk_attn_layout back;
+        if (bsk_attn_layout_clone(&D, BSK_MEM_HOST, &back) == BSK_SUCCESS) { /* round B's layout, the CPU gate's */
+            const int64_t diff = topk_test_layout_diff(&H[1], &back);
+            if (diff) fprintf(stderr, "  gate -> attention case %zu: %lld layout differences GPU vs CPU\n", ci, (long long)diff);
+            CHECK(diff == 0);
+            bsk_attn_layout_free(&back);
+        } else CHECK(0);
+        for (int x = 0; x < 2; x++) {
+            bsk_cuda_free(dpq[x]); bsk_cuda_free(dpk[x]); bsk_cuda_free(dout[x]); bsk_cuda_free(dlse[x]);
+            free(pq[x].host); free(pk[x].host); free(o[x].host); free(lse[x]); free(O_ref[x]); free(lse_ref[x]);
+            bsk_attn_layout_free(&H[x]);
+        }
+        bsk_cuda_free(dq); bsk_cuda_free(dk); bsk_cuda_free(dv); bsk_cuda_free(dlens);
+        free(q.host); free(k.host); free(v.host); free(lens);
+        bsk_attn_layout_free(&D); bsk_attn_layout_free(&poison);
+    }
+    bsk_destroy(cpu);
+    bsk_destroy(ctx);
+}
+
 /* Random problems through the default dispatch (the Hopper kernel where it applies) and, for some, a forced
    build (variant 3: mma.sync only, 7: the Hopper kernel without options) or the CUDA-core kernel: any dtype, head dim,
    block sizes, GQA, orders, odd lengths, causal offsets, key lengths, padded or odd-strided rows, every layout

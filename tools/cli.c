@@ -838,6 +838,46 @@ cuda_fail:
     *rc = -1;
     return NAN;
 }
+
+int cli_time_gpu_rr(cli_gpu_timer *t, cli_work_fn *fns, void **args, int n, int warmup, int iters, double *med,
+                    double *diff)
+{
+    cudaStream_t s = (cudaStream_t)t->stream;
+    int rc = 0;
+    for (int w = 0; w < n; w++) {
+        med[w] = NAN;
+        if (diff) diff[w] = NAN;
+    }
+    if (n < 1 || iters < 1) return 0;
+    double *ms = (double *)malloc((size_t)n * (size_t)iters * sizeof *ms), *tmp = (double *)malloc((size_t)iters * sizeof *tmp);
+    if (!ms || !tmp) { free(ms); free(tmp); return -1; }
+    for (int i = 0; i < warmup && !rc; i++)
+        for (int w = 0; w < n && !rc; w++) rc = fns[w](args[w]);
+    if (!rc && cudaStreamSynchronize(s) != cudaSuccess) rc = -1;
+    for (int i = 0; i < iters && !rc; i++)
+        for (int x = 0; x < n && !rc; x++) {
+            const int w = (x + i) % n;
+            float f = 0;
+            if (cudaMemsetAsync(t->flush, i & 0xff, t->flush_bytes, s) != cudaSuccess ||
+                cudaEventRecord((cudaEvent_t)t->start, s) != cudaSuccess) { rc = -1; break; }
+            if ((rc = fns[w](args[w]))) break;
+            if (cudaEventRecord((cudaEvent_t)t->stop, s) != cudaSuccess || cudaEventSynchronize((cudaEvent_t)t->stop) != cudaSuccess ||
+                cudaEventElapsedTime(&f, (cudaEvent_t)t->start, (cudaEvent_t)t->stop) != cudaSuccess) { rc = -1; break; }
+            ms[w * iters + i] = f;
+        }
+    if (rc) {
+        if (rc < 0) (void)cudaGetLastError();
+        free(ms); free(tmp);
+        return rc;
+    }
+    for (int w = 0; w < n && diff; w++) { /* pairs first: cli_median sorts in place */
+        for (int i = 0; i < iters; i++) tmp[i] = ms[w * iters + i] - ms[i];
+        diff[w] = cli_median(tmp, iters);
+    }
+    for (int w = 0; w < n; w++) med[w] = cli_median(ms + w * iters, iters);
+    free(ms); free(tmp);
+    return 0;
+}
 #endif
 
 /* ================================================================ output */

@@ -159,6 +159,12 @@ typedef struct cli_gpu_timer {
 int cli_gpu_timer_init(cli_gpu_timer *t, void *stream);
 void cli_gpu_timer_free(cli_gpu_timer *t);
 double cli_time_gpu(cli_gpu_timer *t, cli_work_fn fn, void *arg, int warmup, int iters, int *rc);
+/* The same method for n works timed round-robin (each iteration times every work once, the first one rotating),
+   so that slow drifts of the GPU's clock hit all alike: med[w] the median milliseconds of work w, diff[w] the
+   median over iterations of (work w - work 0) (diff may be NULL). Returns 0, the failing work's status, or -1
+   for a CUDA error (then med is NaN). */
+int cli_time_gpu_rr(cli_gpu_timer *t, cli_work_fn *fns, void **args, int n, int warmup, int iters, double *med,
+                    double *diff);
 #endif
 
 /* ---------------------------------------------------------------- output */

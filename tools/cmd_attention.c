@@ -2,7 +2,8 @@
    GPU. Large config B=4 H=16 S=8192 (D=128 and 64, bf16) over densities and causal/non-causal, TFLOPS on
    kept tiles (4·kept_tiles·bq·bk·D, every (batch, head) layout counted, causal diagonal tiles counted as
    kept), with cuBLAS dense bf16 GEMM TFLOPS in the same run as the stability reference; the top-k gate's
-   time as a share of the attention time, on Q and K and on pre-pooled block means (bsk_topk_params.pooled); latency of the small config B=2 H=8 S=512 D=64 fp16. Each
+   time as a share of the attention time, on Q and K and on pre-pooled block means (bsk_topk_params.pooled), and the
+   pooled gate's marginal cost in the sequence gate -> attention (with and without PDL); latency of the small config B=2 H=8 S=512 D=64 fp16. Each
    timed config is spot-checked against a float64 reference on a few query rows. JSON to
    bench/results/attention.json (or --json). */
 #include <math.h>
@@ -38,6 +39,28 @@ static int gate_run(void *arg)
 {
     gate_work *w = (gate_work *)arg;
     return (int)bsk_topk_block_layout(w->ctx, w->p, w->out);
+}
+
+/* The real sequence: the gate writes the layout, the attention reads it, on one stream, nothing in between
+   (the Hopper attention is a programmatic dependent launch unless pdl = 0: bsk__attn_pdl). */
+typedef struct seq_work {
+    bsk_context *ctx;
+    const bsk_topk_params *gp;
+    bsk_attn_layout *gl;
+    const bsk_attention_params *ap;
+    int pdl;
+} seq_work;
+
+static int seq_run(void *arg) /* gp NULL: the attention alone */
+{
+    seq_work *w = (seq_work *)arg;
+    int rc = w->gp ? (int)bsk_topk_block_layout(w->ctx, w->gp, w->gl) : 0;
+    if (rc) return rc;
+    const int was = bsk__attn_pdl;
+    bsk__attn_pdl = w->pdl;
+    rc = (int)bsk_attention_forward(w->ctx, w->ap);
+    bsk__attn_pdl = was;
+    return rc;
 }
 
 /* Pre-pooled gate input: the block means of a B x S x H x D bf16 tensor ([batch, seq, heads, dim]) as a
@@ -151,12 +174,15 @@ typedef struct result {
     int64_t kept_tiles;
     double ms, tflops, err, gate_ms, gate_share, tflops_var[3], tflops_mma, tflops_persist, tflops_per_item;
     double gate_pooled_ms, gate_pooled_share; /* the gate on pre-pooled input (params.pooled = 1) */
+    /* the sequence pooled gate -> attention on the gate's layout, round-robin with the attention alone on it:
+       attention alone, the sequence with / without PDL, the medians of the paired differences (marginal cost) */
+    double seq_attn_ms, seq_ms, seq_nopdl_ms, seq_marg_ms, seq_marg_nopdl_ms, seq_attn_nopdl_ms, seq_attn_pdl_diff_ms;
     const char *kernel;
     bsk_status status;
 } result;
 
 static int run(const char *json, int iters, int warmup, int64_t B, int64_t H, int64_t S, const int64_t *dims, int nd,
-               const double *dens, int ndens, int variants, int variant, int compare)
+               const double *dens, int ndens, int variants, int variant, int compare, int seq_iters)
 {
     bsk_context *ctx;
     cublasHandle_t blas;
@@ -204,6 +230,8 @@ static int run(const char *json, int iters, int warmup, int64_t B, int64_t H, in
                 r->D = D; r->causal = causal; r->density = dens[x];
                 r->ms = r->tflops = r->err = r->gate_ms = r->gate_share = NAN;
                 r->gate_pooled_ms = r->gate_pooled_share = NAN;
+                r->seq_attn_ms = r->seq_ms = r->seq_nopdl_ms = r->seq_marg_ms = r->seq_marg_nopdl_ms = NAN;
+                r->seq_attn_nopdl_ms = r->seq_attn_pdl_diff_ms = NAN;
                 r->tflops_var[0] = r->tflops_var[1] = r->tflops_var[2] = r->tflops_mma = NAN;
                 r->tflops_persist = r->tflops_per_item = NAN;
                 bsk_attn_layout hl, dl;
@@ -304,6 +332,57 @@ static int run(const char *json, int iters, int warmup, int64_t B, int64_t H, in
                 bsk_attn_layout_free(&hl);
                 bsk_attn_layout_free(&dl);
             }
+        /* second pass, after every config's timings above (a long run of back-to-back sequences leaves the GPU
+           slower for a while after it: in the first pass it slowed the next config's attention timing by up to
+           12 %): the pooled gate's marginal cost in the real sequence, (gate -> attention) - attention on the
+           layout the gate writes, round-robin with the attention alone, each with and without PDL */
+        for (int i = nres - 2 * ndens; i < nres && seq_iters > 0 && dpq && dpk; i++) {
+            result *r = &res[i];
+            const int causal = r->causal;
+            const int x = (i - (nres - 2 * ndens)) % ndens;
+            if (r->status || !(dens[x] < 1.0) || !isfinite(r->gate_pooled_ms)) continue;
+            const int64_t mq = nblk;
+            bsk_attention_params p = attn_bench_params(dq, dk, dv, dout, dlse, NULL, B, S, H, D, causal);
+            bsk_topk_params pp;
+            memset(&pp, 0, sizeof pp);
+            pp.top_k = (int32_t)llround(dens[x] * (double)mq);
+            if (pp.top_k < 2) pp.top_k = 2;
+            pp.causal = causal;
+            pp.keep_first = 1;
+            pp.keep_diagonal = 1;
+            pp.pooled = 1;
+            pp.q = bsk_attn_tensor_bshd(dpq, B, nblk, H, D, BSK_BF16, BSK_MEM_DEVICE);
+            pp.k = bsk_attn_tensor_bshd(dpk, B, nblk, H, D, BSK_BF16, BSK_MEM_DEVICE);
+            bsk_attn_layout gl;
+            if (bsk_attn_layout_alloc(S, S, bs, bs, (int32_t)B, (int32_t)H, pp.top_k, BSK_MEM_DEVICE, &gl)) continue;
+            if (!bsk_topk_block_layout(ctx, &pp, &gl)) { /* gl holds the gate's layout before the attention alone runs */
+                p.layout = &gl;
+                seq_work aw1 = {ctx, NULL, &gl, &p, 1}, aw0 = {ctx, NULL, &gl, &p, 0};
+                seq_work sw1 = {ctx, &pp, &gl, &p, 1}, sw0 = {ctx, &pp, &gl, &p, 0};
+                cli_work_fn fns[4] = {seq_run, seq_run, seq_run, seq_run};
+                void *args[4] = {&aw1, &sw1, &sw0, &aw0}; /* attention alone, with / without PDL */
+                double med[4], dif[4];
+                if (!cli_time_gpu_rr(&timer, fns, args, 4, warmup, seq_iters, med, dif)) {
+                    r->seq_attn_ms = med[0]; r->seq_ms = med[1]; r->seq_nopdl_ms = med[2];
+                    r->seq_marg_ms = dif[1]; r->seq_marg_nopdl_ms = dif[2];
+                    r->seq_attn_nopdl_ms = med[3]; r->seq_attn_pdl_diff_ms = -dif[3];
+                }
+            }
+            bsk_attn_layout_free(&gl);
+            if (isfinite(r->seq_ms))
+                printf("  seq D=%lld %s d=%.2f: attn %.1f us, gate+attn %.1f PDL / %.1f no PDL: marginal gate %.2f us "
+                       "(%.1f%%) / %.2f us (%.1f%%), isolated gate %.2f us (%.1f%%)\n",
+                       (long long)D, causal ? "causal" : "non-caus", dens[x], 1e3 * r->seq_attn_ms, 1e3 * r->seq_ms,
+                       1e3 * r->seq_nopdl_ms, 1e3 * r->seq_marg_ms, 100.0 * r->seq_marg_ms / r->seq_attn_ms,
+                       1e3 * r->seq_marg_nopdl_ms, 100.0 * r->seq_marg_nopdl_ms / r->seq_attn_ms, 1e3 * r->gate_pooled_ms,
+                       100.0 * r->gate_pooled_share);
+            if (isfinite(r->seq_ms))
+                printf("  seq D=%lld %s d=%.2f: attention alone %.1f us PDL / %.1f us no PDL (paired: PDL %+.2f us); "
+                       "marginal gate / the attention timed above at this density: %.1f%% PDL, %.1f%% no PDL\n",
+                       (long long)D, causal ? "causal" : "non-caus", dens[x], 1e3 * r->seq_attn_ms, 1e3 * r->seq_attn_nopdl_ms,
+                       1e3 * r->seq_attn_pdl_diff_ms, 100.0 * r->seq_marg_ms / r->ms, 100.0 * r->seq_marg_nopdl_ms / r->ms);
+            fflush(stdout);
+        }
         free(hq); free(hk); free(hv);
         cudaFree(dq); cudaFree(dk); cudaFree(dv); cudaFree(dout); cudaFree(dlse); cudaFree(dpq); cudaFree(dpk);
     }
@@ -372,6 +451,7 @@ static int run(const char *json, int iters, int warmup, int64_t B, int64_t H, in
         cli_json_str(&j, "flop", "4 * kept_tiles * 128 * 128 * D over all (batch, head) layouts; diagonal tiles counted whole");
         cli_json_str(&j, "timing", "CUDA events, median, L2 flushed before each iteration");
         cli_json_int(&j, "iters", iters);
+        cli_json_int(&j, "seq_iters", seq_iters);
         cli_json_int(&j, "variant", variant);
         cli_json_end(&j);
         cli_json_num(&j, "cublas_bf16_gemm_8192_tflops", gemm_tflops);
@@ -398,6 +478,14 @@ static int run(const char *json, int iters, int warmup, int64_t B, int64_t H, in
             cli_json_num(&j, "gate_share_of_attention", r->gate_share);
             cli_json_num(&j, "gate_pooled_ms", r->gate_pooled_ms);
             cli_json_num(&j, "gate_pooled_share_of_attention", r->gate_pooled_share);
+            cli_json_num(&j, "seq_attention_on_gate_layout_ms", r->seq_attn_ms);
+            cli_json_num(&j, "seq_gate_then_attention_ms", r->seq_ms);
+            cli_json_num(&j, "seq_gate_then_attention_no_pdl_ms", r->seq_nopdl_ms);
+            cli_json_num(&j, "seq_gate_marginal_ms", r->seq_marg_ms);
+            cli_json_num(&j, "seq_gate_marginal_share", r->seq_marg_ms / r->seq_attn_ms);
+            cli_json_num(&j, "seq_gate_marginal_no_pdl_ms", r->seq_marg_nopdl_ms);
+            cli_json_num(&j, "seq_attention_on_gate_layout_no_pdl_ms", r->seq_attn_nopdl_ms);
+            cli_json_num(&j, "seq_attention_pdl_minus_no_pdl_ms", r->seq_attn_pdl_diff_ms);
             cli_json_str(&j, "kernel", r->kernel ? r->kernel : "none");
             cli_json_str(&j, "status", bsk_status_string(r->status));
             cli_json_end(&j);
@@ -420,7 +508,7 @@ static int run(const char *json, int iters, int warmup, int64_t B, int64_t H, in
 int cmd_attention(int argc, char **argv)
 {
     const char *json = "bench/results/attention.json", *dims_s = "128,64", *dens_s = "0.10,0.25,0.50,1.0";
-    int64_t iters = 5, warmup = 2, B = 4, H = 16, S = 8192;
+    int64_t iters = 5, warmup = 2, B = 4, H = 16, S = 8192, seq_iters = 41, pdl = 1;
     int variants = 0, quick = 0, compare = 0;
     int64_t variant = 0;
     cli_opt opts[] = {
@@ -436,6 +524,9 @@ int cmd_attention(int argc, char **argv)
         CLI_OPT_FLAG("quick", &quick, "S=2048, one iteration"),
         CLI_OPT_INT("variant", &variant, 0, 8,
                     "kernel choice (0 default, 3 mma.sync only, 4 Hopper kernel first; 5, 7, 8 its other builds)"),
+        CLI_OPT_INT("pdl", &pdl, 0, 1, "1: the Hopper attention launched with programmatic dependent launch (default), 0: without"),
+        CLI_OPT_INT("seq-iters", &seq_iters, 0, 1000,
+                    "round-robin iterations of attention alone and pooled gate -> attention, each with and without PDL (0: skip)"),
         CLI_OPT_FLAG("compare", &compare, "also time the mma.sync kernel and the Hopper kernel's other builds (variants 5 and 7: see attention_hopper.cu) on every config"),
     };
     char *pos[1];
@@ -452,11 +543,14 @@ int cmd_attention(int argc, char **argv)
     int nd = cli_list_int("attention", "dims", dims_s, 64, 128, dims, MAXD_ATTN_LIST);
     int ndens = cli_list_real("attention", "densities", dens_s, 0.001, 1.0, dens, 8);
     if (nd < 0 || ndens < 0) return CLI_USAGE;
-    if (quick) { S = 2048; iters = 1; warmup = 1; }
+    if (quick) { S = 2048; iters = 1; warmup = 1; seq_iters = 1; }
 #ifdef BSK_WITH_CUDA
-    return run(json, (int)iters, (int)warmup, B, H, S, dims, nd, dens, ndens, variants, (int)variant, compare);
+    bsk__attn_pdl = (int)pdl;
+    return run(json, (int)iters, (int)warmup, B, H, S, dims, nd, dens, ndens, variants, (int)variant, compare, (int)seq_iters);
 #else
     (void)variants;
+    (void)seq_iters;
+    (void)pdl;
     (void)variant;
     (void)compare;
     fprintf(stderr, "bsk attention: this build has no CUDA backend\n");

@@ -7,6 +7,7 @@
 int bsk__attn_simt_forced = 0;
 void bsk__attention_force_simt(int on) { bsk__attn_simt_forced = on; }
 int bsk__attn_variant = 0;
+int bsk__attn_pdl = 1;
 
 #define MAX_DIM 512
 #define MAX_OFFSET ((int64_t)1 << 31)

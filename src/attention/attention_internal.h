@@ -95,6 +95,9 @@ extern int bsk__attn_simt_forced;
 void bsk__attention_force_simt(int on);
 /* Benchmark hook: which build of the tensor-core kernel runs (0 default, 1 two CTAs per SM at D=128). */
 extern int bsk__attn_variant;
+/* Benchmark hook: 1 (default) launches the Hopper attention kernel with programmatic dependent launch, 0 without
+   (bsk attention times the gate -> attention sequence both ways). */
+extern int bsk__attn_pdl;
 
 #ifdef __cplusplus
 }

@@ -104,12 +104,31 @@ bsk_status bsk_cuda_workspace(bsk_context *ctx, size_t bytes, void **ptr)
     return BSK_SUCCESS;
 }
 
+bsk_status bsk_cuda_attn_queue(bsk_context *ctx, unsigned **ptr)
+{
+    struct bsk_cuda_state *st = bsk_cuda_state_get(ctx);
+    if (!st) return BSK_ERR_OUT_OF_MEMORY;
+    if (!st->attn_queue) {
+        void *p = NULL;
+        bsk_status s = bsk_cuda_status(cudaMallocAsync(&p, 256, (cudaStream_t)ctx->stream));
+        if (s) return s;
+        if ((s = bsk_cuda_status(cudaMemsetAsync(p, 0, 256, (cudaStream_t)ctx->stream)))) {
+            (void)cudaFreeAsync(p, (cudaStream_t)ctx->stream);
+            return s;
+        }
+        st->attn_queue = (unsigned *)p;
+    }
+    *ptr = st->attn_queue;
+    return BSK_SUCCESS;
+}
+
 extern "C" void bsk_cuda_release(bsk_context *ctx)
 {
     if (!ctx->cuda) return;
     bsk_cuda_pattern_cache_release(ctx->cuda);
     bsk_cuda_l2_partitions_release(ctx->cuda);
     if (ctx->cuda->workspace) (void)cudaFree(ctx->cuda->workspace);
+    if (ctx->cuda->attn_queue) (void)cudaFree(ctx->cuda->attn_queue);
     free(ctx->cuda);
     ctx->cuda = NULL;
 }

@@ -370,8 +370,10 @@ __global__ void __launch_bounds__(SEL_THREADS) select_tiled_kernel(const SelArgs
     unsigned char *sel = st + SEL_QT * nb;                                   /* kept */
     __shared__ int room_s[SEL_QT];
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    /* launched as a programmatic dependent of the pool (or projection) kernel: wait for its results */
+    /* launched as a programmatic dependent of the pool (or projection) kernel: wait for its results; then let
+       the next kernel (the attention) launch: its CTAs do their setup and wait for this grid (PDL) */
     cudaGridDependencySynchronize();
+    cudaTriggerProgrammaticLaunchCompletion();
 #endif
     const int tiles = (a.mq + SEL_QT - 1) / SEL_QT, tid = threadIdx.x, w = tid >> 5, lane = tid & 31;
     const int64_t bh = blockIdx.x / tiles, h = bh % a.heads, b = bh / a.heads, hk = h / a.group;
@@ -625,8 +627,10 @@ __global__ void __launch_bounds__(WS_THREADS) select_warp_kernel(const SelArgs a
     const int P = a.P, nb = a.nb, SCS = 32 * KPL;
     double *kT = wsm, *qT = kT + WS_EC * WS_KS, *sc = qT + WS_EC * WS_QS; /* sc[WS_QT][SCS] */
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    /* launched as a programmatic dependent of the pool (or projection) kernel: wait for its results */
+    /* launched as a programmatic dependent of the pool (or projection) kernel: wait for its results; then let
+       the next kernel (the attention) launch: its CTAs do their setup and wait for this grid (PDL) */
     cudaGridDependencySynchronize();
+    cudaTriggerProgrammaticLaunchCompletion();
 #endif
     const int tiles = (a.mq + WS_QT - 1) / WS_QT, tid = threadIdx.x, w = tid >> 5, lane = tid & 31;
     const int64_t bh = blockIdx.x / tiles, h = bh % a.heads, b = bh / a.heads, hk = h / a.group;
@@ -765,7 +769,7 @@ __global__ void __launch_bounds__(WS_THREADS) select_warp_kernel(const SelArgs a
 size_t select_pooled_smem(int P, int nrt)
 {
     const size_t QR = (size_t)PS_QT * nrt, threads = 256 * (size_t)nrt, warps = threads / 32;
-    return warps * 4 * (size_t)P * sizeof(double) +                       /* qd: exact path's query and key rows */
+    return warps * 2 * (size_t)P * sizeof(double) +                       /* qd: exact path's query rows */
            ((size_t)P * (64 + QR) + QR * 128 + (threads / 64) * 64 + 17 * QR) * sizeof(float); /* kT qT sc knp qnp e2s */
 }
 
@@ -799,6 +803,11 @@ template <> struct PsVec<float> {
         o[3] = __uint_as_float(r.w);
     }
 };
+
+/* Significand bits of the source type (bf16 8, f16 11, f32 24): the exact path's test for exact fp64 sums. */
+template <typename T> struct PsBits { enum { SB = 8 }; };
+template <> struct PsBits<__half> { enum { SB = 11 }; };
+template <> struct PsBits<float> { enum { SB = 24 }; };
 
 /* One 16-byte vector of a row (its element group g) into a transposed fp32 array, dst[e * ld + col] for the
    vector's elements e, and the squares of its values added to ss (the same staging for key and query rows). */
@@ -974,15 +983,19 @@ __global__ void __launch_bounds__(256 * NRT, 2 / NRT) select_pooled_kernel(const
     typedef PsVec<T> V;
     extern __shared__ double psm[];
     const int P = a.P, nb = a.nb, EG = P / V::N; /* 16-byte groups per row (<= 32) */
-    double *qd = psm;                     /* [WARPS][4][P]: exact path, the warp's query rows and up to 2 key rows in fp64 */
-    float *kT = reinterpret_cast<float *>(qd + WARPS * 4 * P);  /* [P][64] */
+    double *qd = psm;                                            /* [WARPS][2][P]: exact path, query rows in fp64 */
+    float *kT = reinterpret_cast<float *>(qd + WARPS * 2 * P);  /* [P][64] */
     float *qT = kT + P * 64;                                     /* [P][QR] */
     float *sc = qT + P * QR;                                     /* [QR][2][64]: the e-halves' pre-scores */
     float *knp = sc + QR * 128;                                  /* [KGS][64]: partial squared norms of key rows */
     float *qnp = knp + KGS * 64;                                 /* [16][QR]: of query rows */
     float *e2s = qnp + 16 * QR;                                  /* [QR]: each CTA row's 2 E (ps_bound2) */
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    /* PDL: wait for the previous kernel's writes (a no-op without a PDL predecessor); then let the next kernel
+       launch at once (the attention launched with PDL: its setup runs under this gate, its griddepcontrol.wait
+       holds its reads of the layout until this grid has finished) */
     cudaGridDependencySynchronize();
+    cudaTriggerProgrammaticLaunchCompletion();
 #endif
     const int tid = threadIdx.x, w = tid >> 5, lane = tid & 31;
     const int h = (int)blockIdx.y, b = (int)blockIdx.z, hk = h / a.group;
@@ -1175,34 +1188,49 @@ __global__ void __launch_bounds__(256 * NRT, 2 / NRT) select_pooled_kernel(const
         const unsigned b00 = __ballot_sync(0xffffffffu, amb[0] & 1u), b01 = __ballot_sync(0xffffffffu, amb[0] & 2u);
         const unsigned b10 = __ballot_sync(0xffffffffu, amb[1] & 1u), b11 = __ballot_sync(0xffffffffu, amb[1] & 2u);
         const int c00 = __popc(b00), c01 = __popc(b01), c10 = __popc(b10), total = c00 + c01 + c10 + __popc(b11);
-#pragma unroll
-        for (int x = 0; x < NR; x++)
-            if (x ? (b10 | b11) : (b00 | b01))
-#pragma unroll 4
-                for (int e = lane; e < P; e += 32) qd[(w * 4 + x) * P + e] = (double)qT[e * QR + mrow[x]];
         if (total <= 2) {
-            /* the usual case (the boundary pair): each member's key row converted by all lanes first, so that the
-               chain (lane m) is fp64 loads and DFMA only — its latency is the DFMA chain's */
+            /* the usual case (the boundary pair), member by member with all lanes: lane l takes the terms e = l + 32 i as
+               exact fp64 products into its own fma chain and the range of the terms' exponents. If every partial sum of
+               the terms is a multiple of the smallest term's last bit below 2^53 of them (exponent range + 2 x the
+               significand bits + log2 P <= 53), every fp64 operation on them is exact in any order: the CPU's chain
+               gives the exact sum, which the lanes' chains and a shuffle tree then give bit for bit (bf16 / f16 rows
+               of ordinary range: ~150 cycles where the sequential chain took ~1.5 us). Otherwise lane 0 runs the
+               chain (f32 rows, wide ranges, denormal or non-finite values). */
             for (int m = 0; m < total; m++) {
-                const int j = ps_member(m, b00, b01, b10, b11) & 63;
-#pragma unroll 4
-                for (int e = lane; e < P; e += 32) qd[(w * 4 + 2 + m) * P + e] = (double)kT[e * 64 + j];
-            }
-            __syncwarp();
-            if (lane < total) {
-                const int xj = ps_member(lane, b00, b01, b10, b11), x = xj >> 6, j = xj & 63;
-                const double *qx = qd + (w * 4 + x) * P, *kx = qd + (w * 4 + 2 + lane) * P;
+                const int xj = ps_member(m, b00, b01, b10, b11), x = xj >> 6, j = xj & 63, mr = x ? mrow[1] : mrow[0];
+                double part = 0.0;
+                int smin = INT_MAX, smax = INT_MIN, odd = 0;
+                for (int e = lane; e < P; e += 32) {
+                    const float qf = qT[e * QR + mr], kf = kT[e * 64 + j];
+                    const unsigned qb = __float_as_uint(qf) & 0x7fffffffu, kb = __float_as_uint(kf) & 0x7fffffffu;
+                    const int qe = (int)(qb >> 23), ke = (int)(kb >> 23);
+                    odd |= qe == 255 || ke == 255 || (qe == 0 && qb) || (ke == 0 && kb);
+                    if (qb && kb) { smin = min(smin, qe + ke); smax = max(smax, qe + ke); }
+                    part = fma((double)qf, (double)kf, part);
+                }
+                smin = __reduce_min_sync(0xffffffffu, smin);
+                smax = __reduce_max_sync(0xffffffffu, smax);
                 double acc = 0.0;
-#pragma unroll 16
-                for (int e = 0; e < P; e++) acc = fma(qx[e], kx[e], acc);
-                reinterpret_cast<double *>(sc + (x ? mrow[1] : mrow[0]) * 128)[j] = acc;
+                if (!__any_sync(0xffffffffu, odd) && (smax < smin || smax - smin + 2 * PsBits<T>::SB + (32 - __clz(P - 1)) <= 53)) {
+#pragma unroll
+                    for (int o = 16; o > 0; o >>= 1) part += __shfl_xor_sync(0xffffffffu, part, o);
+                    acc = part;
+                } else if (lane == 0) {
+                    for (int e = 0; e < P; e++) acc = fma((double)qT[e * QR + mr], (double)kT[e * 64 + j], acc);
+                }
+                if (lane == 0) reinterpret_cast<double *>(sc + mr * 128)[j] = acc;
             }
         } else {
+#pragma unroll
+            for (int x = 0; x < NR; x++)
+                if (x ? (b10 | b11) : (b00 | b01))
+#pragma unroll 4
+                    for (int e = lane; e < P; e += 32) qd[(w * 2 + x) * P + e] = (double)qT[e * QR + mrow[x]];
             __syncwarp();
             for (int base = 0; base < total; base += 32) { /* lane: member base + lane, converting as it goes */
                 if (base + lane < total) {
                     const int xj = ps_member(base + lane, b00, b01, b10, b11), x = xj >> 6, j = xj & 63;
-                    const double *qx = qd + (w * 4 + x) * P;
+                    const double *qx = qd + (w * 2 + x) * P;
                     const float *kc = kT + j;
                     double acc = 0.0;
 #pragma unroll 8

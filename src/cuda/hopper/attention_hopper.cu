@@ -7,6 +7,7 @@
 #include "../cuda_internal.h"
 #include "../../attention/attention_internal.h"
 #include "attention_kernel.cuh"
+#include "launch.cuh"
 #include "tma.cuh"
 
 using namespace bsk_hopper;
@@ -92,25 +93,24 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, cons
     p.scale_log2 = d->scale * 1.4426950408889634f;
     const int64_t items = d->batch * d->heads * d->mq;
     p.total = (unsigned)items;
-    p.counter = NULL;
     int64_t ctas = items;
     cudaStream_t stream = (cudaStream_t)ctx->stream;
-    void *ws = NULL;
-    if ((s = bsk_cuda_workspace(ctx, 256, &ws))) return s;
-    p.counter = (unsigned *)ws;
-    cudaError_t e = cudaMemsetAsync(ws, 0, sizeof(unsigned), stream);
-    if (e != cudaSuccess) return bsk_cuda_status(e);
+    /* the queue lives in its own buffer (zero between launches, reset by the kernel's last CTA), not in the
+       workspace: a memset before the launch would stand between this kernel and the one before it (the gate),
+       and an earlier kernel may write the workspace */
+    if ((s = bsk_cuda_attn_queue(ctx, &p.counter))) return s;
     const int cap = bsk__attn_variant == 6 ? 3 : st->sms;
     if (ctas > cap) ctas = cap;
     static int opted_in = 0; /* once per instantiation (one process, one device in practice) */
     if (!opted_in) {
-        cudaError_t e = cudaFuncSetAttribute(attn_hopper_kernel<DT, D, STAGES, OPT>,
-                                             cudaFuncAttributeMaxDynamicSharedMemorySize, CF::SMEM);
-        if (e != cudaSuccess) { (void)cudaGetLastError(); return BSK_ERR_UNSUPPORTED; }
+        if (bsk_hopper_allow_smem(attn_hopper_kernel<DT, D, STAGES, OPT>, CF::SMEM)) return BSK_ERR_UNSUPPORTED;
         opted_in = 1;
     }
-    attn_hopper_kernel<DT, D, STAGES, OPT><<<(unsigned)ctas, CF::THREADS, CF::SMEM, stream>>>(tq, tk, tv, to, p);
-    s = BSK_CUDA_LAUNCH_CHECK();
+    /* programmatic dependent launch (bsk__attn_pdl, default 1): the CTAs' setup (barriers, tensor-map prefetch)
+       overlaps the previous kernel's tail — e.g. the top-k gate, which lets its dependents launch at its start —
+       and griddepcontrol.wait (attention_kernel.cuh) holds every global access until that kernel is done */
+    s = bsk_hopper_launch(attn_hopper_kernel<DT, D, STAGES, OPT>, (int)ctas, CF::THREADS, CF::SMEM, stream, bsk__attn_pdl,
+                          1, tq, tk, tv, to, p);
     if (!s) ctx->last_kernel = "hopper-attn-wgmma";
     return s;
 }

@@ -50,7 +50,7 @@ struct AttnHParams {
     int seq_q, seq_k;
     int heads, group, mq, nb, cap, lay_b, lay_h, causal;
     float scale_log2; /* scale · log2(e) > 0 */
-    unsigned *counter;  /* work-queue head, zeroed before the launch */
+    unsigned *counter;  /* work queue: [0] head, [1] CTAs done; both 0 at the launch, the last CTA resets them */
     unsigned total;     /* items: batch * heads * mq */
 };
 
@@ -202,6 +202,10 @@ __global__ void __launch_bounds__(384, 1)
         tma_prefetch_desc(&tmO);
     }
     __syncthreads();
+    /* Programmatic dependent launch (the launcher sets the attribute): everything above is the CTA's own setup;
+       from here on it reads what an earlier kernel on the stream may write (Q, K, V, the layout, kv_lens, the
+       queue) and writes what it may still read (O, LSE). A no-op without a PDL predecessor. */
+    grid_dep_wait();
 
     if (wg == 0) {
         /* ------------------------------------------------------------ producer */
@@ -258,6 +262,16 @@ __global__ void __launch_bounds__(384, 1)
                 if (item >= p.total) {
                     if (lane == 0) rec[2 * u] = make_int4(0, 0, 0, -1);
                     mbar_arrive(qfull0 + 8 * u);
+                    if (lane == 0) {
+                        /* this CTA's last fetch is done: the last CTA to get here resets the queue for the next
+                           launch (no memset between an earlier kernel and this one: it would break the PDL chain) */
+                        __threadfence();
+                        if (atomicAdd(p.counter + 1, 1u) == gridDim.x - 1) {
+                            __threadfence();
+                            atomicExch(p.counter, 0u);
+                            atomicExch(p.counter + 1, 0u);
+                        }
+                    }
                     break;
                 }
                 const int bh = (int)(item / (unsigned)mq), ii = (int)(item % (unsigned)mq);
