@@ -212,10 +212,15 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, cons
     /* L2-partition queues for skewed rows (the kernel decides from the prep's flag): the GPU's own map once
        known (src/cuda/l2_partition.cu), or a probe's table; knob part_mode -1 off, 1 whatever the rows */
     p.part = NULL;
-    if (CF::CAN_SPLIT && nt >= 2 && bsk__hopper_tune.part_mode >= 0)
+    /* row groups (part_mode 2, session 9): not with the long-row split (a row's parts must share one queue: the
+       last part in the queue combines, waiting only for parts taken before it) */
+    p.part_rows = bsk__hopper_tune.part_mode == 2 && L == 0 ? 1 : 0;
+    if (CF::CAN_SPLIT && (nt >= 2 || p.part_rows) && bsk__hopper_tune.part_mode >= 0)
         p.part = bsk__hopper_tune.part_tab ? (const unsigned char *)bsk__hopper_tune.part_tab
                                            : bsk_cuda_l2_partitions(ctx);
-    p.part_force = bsk__hopper_tune.part_mode == 1 ? 1 : 0;
+    p.part_force = bsk__hopper_tune.part_mode >= 1 ? 1 : 0;
+    bsk__hopper_tune.out_part = p.part ? (p.part_rows ? 2 : 1) : 0;
+    p.fab = CF::CAN_SPLIT ? bsk__hopper_tune.fab : 0;
 
     if ((int64_t)grid > units_cap * nt * CF::CLUSTER) grid = (int)(units_cap * nt * CF::CLUSTER);
     grid = grid / CF::CLUSTER * CF::CLUSTER;
