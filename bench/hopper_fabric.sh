@@ -20,9 +20,18 @@ cc -std=c11 -O2 -Wall -Wextra -Iinclude -Isrc -I"$CUDA_HOME/include" bench/hoppe
 echo "build: $(( $(date +%s) - t0 )) s; C7520 lines: $(grep -c C7520 "$OUT/build.log"); spill lines: $(grep -c 'spill' "$OUT/build.log")"
 res_tests="not run"; res_mem="not run"; res_ncu="not run"; res_probe="not run"
 if [ "${FAB_TESTS:-1}" = 1 ]; then
-    timeout ${FAB_TEST_TIMEOUT:-150} $B/bin/bsk_tests ${FAB_TEST_FILTER:-gpu_hopper} > "$OUT/tests.log" 2>&1
-    res_tests="rc=$? $(tail -1 "$OUT/tests.log")"
-    grep -v "^ok " "$OUT/tests.log" | head -20
+    : > "$OUT/tests.log"
+    res_tests=""
+    for f in ${FAB_TEST_FILTERS:-gpu_hopper}; do
+        t1=$(date +%s)
+        timeout ${FAB_TEST_TIMEOUT:-150} $B/bin/bsk_tests $f > "$OUT/tests_one.log" 2>&1
+        rc=$?
+        cat "$OUT/tests_one.log" >> "$OUT/tests.log"
+        echo "[$f: rc=$rc, $(( $(date +%s) - t1 )) s]" >> "$OUT/tests.log"
+        grep -v "^ok " "$OUT/tests_one.log" | head -10
+        res_tests="$res_tests [$f: rc=$rc $(( $(date +%s) - t1 )) s $(tail -1 "$OUT/tests_one.log")]"
+    done
+    rm -f "$OUT/tests_one.log"
     echo "tests: $(( $(date +%s) - t0 )) s"
 fi
 if [ "${FAB_PROBE:-1}" = 1 ]; then
@@ -37,6 +46,8 @@ if [ "${FAB_NCU:-1}" = 1 ]; then
     want="gpu__time_duration dram__bytes_read dram__bytes_write
 lts__t_sectors_srcunit_ltcfabric lts__t_requests_srcunit_ltcfabric
 lts__t_sectors_srcunit_ltcfabric_op_read lts__t_sectors_srcunit_ltcfabric_op_write
+lts__t_sectors_srcunit_ltcfabric_op_membar lts__t_sectors_srcunit_tex_op_membar lts__t_sectors_op_membar
+lts__t_sectors_srcunit_ltcfabric_lookup_hit lts__t_sectors_srcunit_ltcfabric_lookup_miss
 lts__t_sectors_srcunit_ltcfabric_op_atom lts__t_sectors_srcunit_ltcfabric_op_red
 lts__t_sectors_srcunit_ltcfabric_op_read_lookup_hit lts__t_sectors_srcunit_ltcfabric_op_read_lookup_miss
 lts__t_sectors_srcunit_ltcfabric_op_write_lookup_hit lts__t_sectors_srcunit_ltcfabric_op_write_lookup_miss
@@ -61,14 +72,15 @@ lts__xbar2lts_cycles_active lts__t_sectors lts__t_tag_requests"
     mets=${mets#,}
     echo "ncu metrics: $mets" > "$OUT/ncu.log"
     timeout ${FAB_NCU_TIMEOUT:-240} "$NCU" --clock-control none -k regex:'spmm_kernel|gemm|nvjet|xmma|cutlass' \
-        --metrics "$mets" $B/bin/hopper_probe --ncu --nodefault --fabric >> "$OUT/ncu.log" 2>&1
+        --metrics "$mets" $B/bin/hopper_probe --ncu --nodefault ${FAB_NCU_ARGS:---fabric} >> "$OUT/ncu.log" 2>&1
     res_ncu="rc=$?"
     echo "ncu: $(( $(date +%s) - t0 )) s"
 fi
 if [ "${FAB_SAN:-1}" = 1 ]; then
+    t1=$(date +%s)
     timeout ${FAB_SAN_TIMEOUT:-120} compute-sanitizer --tool memcheck --error-exitcode 9 $B/bin/bsk_tests \
-        gpu_hopper_spmm_partition_queues > "$OUT/memcheck.log" 2>&1
-    res_mem="partition_queues: rc=$? $(grep 'ERROR SUMMARY' "$OUT/memcheck.log" | tail -1)"
+        ${FAB_SAN_TEST:-gpu_hopper_spmm_partition_queues} > "$OUT/memcheck.log" 2>&1
+    res_mem="${FAB_SAN_TEST:-gpu_hopper_spmm_partition_queues}: rc=$? $(( $(date +%s) - t1 )) s $(grep 'ERROR SUMMARY' "$OUT/memcheck.log" | tail -1)"
 fi
 echo "tests: $res_tests"
 echo "memcheck: $res_mem"

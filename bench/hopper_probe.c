@@ -75,7 +75,7 @@ int main(int argc, char **argv)
 {
     int quick = 0, variants = 0, cf32 = 0, ncu = 0, d1 = 0, ring4 = 0, bands = 0, prof = 0, skew = 0, tall = 0, fin = 0, mc = 0, hint = 0, partcheck = 0,
         part = 0,
-        s7 = 0, fabric = 0;
+        s7 = 0, fabric = 0, fabric2 = 0;
     const char *part_file = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) quick = 1;
@@ -94,6 +94,7 @@ int main(int argc, char **argv)
             partcheck = 1;
         }
         else if (!strcmp(argv[i], "--fabric")) fabric = 1; /* session 9: what crosses the L2 fabric; row groups */
+        else if (!strcmp(argv[i], "--fabric2")) fabric = fabric2 = 1; /* session 9 run 2: new default, promotion */
         else if (!strcmp(argv[i], "--hint")) hint = 1; /* session 8: L2 hints on unskewed rows by default */
         else if (!strcmp(argv[i], "--mc")) mc = 1; /* session 8: b128 with and without A multicast (2-CTA clusters) */
         else if (!strcmp(argv[i], "--s7")) s7 = 1; /* session 7: the L2 eviction hints on skewed and uniform b128 */
@@ -211,7 +212,9 @@ int main(int argc, char **argv)
         int tg;             /* tune: tgroup (N tiles per tile group, 0 default) */
         int part;           /* L2-partition queues: 0 default (skewed rows, discovered map), -1 off, 1 forced
                                with the table of --part FILE (ncu), 2 forced with the discovered map, 3 row
-                               groups (tune.part_mode 2) with the discovered map */
+                               groups (tune.part_mode 2) with the discovered map, 4 session 8's default
+                               (tune.part_mode 3: tile groups on skewed rows only) */
+        int promo;          /* tune.l2promo: TMA L2 promotion of A / B (0 256 B, 1 none, 2 64 B, 3 128 B) */
         int fab;            /* tune.fab: session 9 diagnostics (timing only: 1 no C store, 2 A block 0, 4 B tile 0) */
         int seed;           /* pattern seed (0: 1000 + the index of (b, d, pattern) in the default list, so
                                that variants of one case run on the same pattern) */
@@ -409,7 +412,31 @@ int main(int argc, char **argv)
         ADD(.b = 128, .d = 0.10, .c32 = 1, .tag = "C fp32");
         ADD(.b = 128, .d = 0.50, .c32 = 1, .tag = "C fp32");
     }
-    if (fabric && ncu) { /* session 9: the fabric / L2 / DRAM traffic by source (one call each) */
+    if (fabric2 && ncu) { /* session 9 run 2: the new default (row groups) with and without L2 promotion */
+        for (int di = 0; di < 3; di += 2) {
+            ADD(.b = 128, .d = ds[di], .tag = "ncu default (row groups)");
+            ADD(.b = 128, .d = ds[di], .promo = 1, .tag = "ncu default, no L2 promotion");
+            ADD(.b = 128, .d = ds[di], .promo = 3, .tag = "ncu default, L2 promotion 128 B");
+        }
+    }
+    if (fabric2 && !ncu) { /* session 9 run 2: session 8's default against the new one (row groups on unskewed
+                              rows), and the TMA L2 promotion, alternated */
+        for (int di = 0; di < 3; di++) {
+            ADD(.b = 128, .d = ds[di], .part = 4, .tag = "session-8 default");
+            ADD(.b = 128, .d = ds[di], .tag = "default (row groups)");
+            ADD(.b = 128, .d = ds[di], .promo = 1, .tag = "default, no L2 promotion");
+            ADD(.b = 128, .d = ds[di], .promo = 3, .tag = "default, L2 promotion 128 B");
+            ADD(.b = 128, .d = ds[di], .tag = "default (row groups)");
+            ADD(.b = 128, .d = ds[di], .part = 4, .tag = "session-8 default");
+        }
+        for (int di = 0; di < 3; di++) {
+            ADD(.b = 128, .d = ds[di], .skew = 1, .part = 4, .tag = "session-8 default");
+            ADD(.b = 128, .d = ds[di], .skew = 1, .tag = "default");
+        }
+        ADD(.b = 128, .d = 0.25, .bf = 1, .part = 4, .tag = "session-8 default");
+        ADD(.b = 128, .d = 0.25, .bf = 1, .tag = "default (row groups)");
+    }
+    if (fabric && !fabric2 && ncu) { /* session 9: the fabric / L2 / DRAM traffic by source (one call each) */
         ADD(.b = 128, .d = 0.50, .tag = "ncu default");
         ADD(.b = 128, .d = 0.10, .tag = "ncu default");
         ADD(.b = 128, .d = 0.10, .fab = 1, .tag = "ncu no C store");
@@ -418,7 +445,7 @@ int main(int argc, char **argv)
         ADD(.b = 128, .d = 0.10, .part = 3, .tag = "ncu row groups");
         ADD(.b = 128, .d = 0.50, .part = 3, .tag = "ncu row groups");
     }
-    if (fabric && !ncu) { /* session 9: what each traffic source costs in time (fab: wrong results, timing only),
+    if (fabric && !fabric2 && !ncu) { /* session 9: what each traffic source costs in time (fab: wrong results, timing only),
                              and the row groups (part_mode 2) against the default, alternated */
         ADD(.b = 128, .d = 0.10, .tag = "default");
         ADD(.b = 128, .d = 0.10, .part = 3, .tag = "row groups");
@@ -493,7 +520,8 @@ int main(int argc, char **argv)
         bsk__hopper_tune.split = c.split;
         bsk__hopper_tune.tgroup = c.tg;
         bsk__hopper_tune.part_tab = c.part == 1 ? d_part : NULL;
-        bsk__hopper_tune.part_mode = c.part == -1 ? -1 : c.part == 3 ? 2 : c.part >= 1 ? 1 : 0;
+        bsk__hopper_tune.part_mode = c.part == -1 ? -1 : c.part == 3 ? 2 : c.part == 4 ? 3 : c.part >= 1 ? 1 : 0;
+        bsk__hopper_tune.l2promo = c.promo;
         bsk__hopper_tune.fab = c.fab;
         const int di_ = c.d == 0.10 ? 0 : c.d == 0.25 ? 1 : c.d == 0.50 ? 2 : 3;
         const uint64_t seed = c.seed ? (uint64_t)c.seed : (uint64_t)(1000 + (c.b == 64) * 6 + di_ * 2 + c.skew);

@@ -194,12 +194,22 @@ BSK_TEST(gpu_hopper_spmm_partition_queues)
             bsk_bsr U = spmm_random_bsr((9 + w) * 128 - 5 * w, 11 * 128 + 3, 128, 0.35, BSK_PATTERN_UNIFORM, BSK_F16);
             const int64_t NU = 256 * (1 + w) - 8 * bsk_rng_int(r, 0, 20); /* 1, 2, 3 N tiles */
             run_device_case(t, ctx, &U, NU, 0, 0, BSK_F16, 1.0f, 0.0f, 1);
-            CHECK(bsk__hopper_tune.out_part == 2);
+            CHECK(bsk__hopper_tune.out_part == 2 || bsk__hopper_tune.out_split_len > 0); /* full grid: the split */
             run_device_case(t, ctx, &U, NU, 8, 0, BSK_F32, 0.5f, 1.0f, 1);
             bsk__hopper_tune.band_mb = 1; /* bands of a few units: groups cross band boundaries unevenly */
+            bsk__hopper_tune.l2promo = w + 1; /* the TMA L2 promotion knob: none, 64 B, 128 B */
             run_device_case(t, ctx, &U, NU + 256, 0, 0, BSK_BF16, 1.0f, 0.0f, 1);
             bsk__hopper_tune.band_mb = 0;
+            bsk__hopper_tune.l2promo = 0;
             bsk_bsr_free(&U);
+            /* the default (part_mode 0): row groups on these unskewed rows once enough items rule out the split */
+            bsk_bsr D = spmm_random_bsr(13 * 128 - 7, 11 * 128 + 3, 128, 0.3, BSK_PATTERN_UNIFORM, BSK_F16);
+            bsk__hopper_tune.part_mode = 0;
+            run_device_case(t, ctx, &D, 256 * 6 - 8 * w, 0, 0, BSK_F16, 1.0f, 0.0f, 1);
+            CHECK(bsk__hopper_tune.out_part == 3);
+            run_device_case(t, ctx, &D, 256 * 6 - 8 * w, 0, 8, BSK_F32, 0.5f, 0.5f, 1);
+            bsk__hopper_tune.part_mode = 2;
+            bsk_bsr_free(&D);
         }
         const int64_t N = 256 * (3 + v) - 8 * bsk_rng_int(r, 0, 20); /* 3, 4, 5 N tiles */
         run_device_case(t, ctx, &A, N, 0, 0, BSK_F16, 1.0f, 0.0f, 1);

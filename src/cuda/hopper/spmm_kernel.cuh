@@ -82,10 +82,11 @@ struct SpmmParams {
                                CTA takes items of its partition's group, then helps with the other's, so
                                each partition's L2 holds the B panels of its own N tiles only           */
     int part_force;         /* 1: the partition queues whatever the rows (experiments, tests)        */
-    int part_rows;          /* with the partition queues: row groups instead of tile groups — group g holds
-                               the units of rank parity g (items in the plain band / N tile / unit order),
-                               so each partition reads half of A and every N tile (session 9; never with the
-                               long-row split, whose parts must share a queue)                           */
+    int part_rows;          /* row groups instead of tile groups (1 forced, 2 when the prep kernel found the
+                               rows not skewed — the default for op N, session 9; 0 never): group g holds the
+                               units of rank parity g (items in the plain band / N tile / unit order), so each
+                               partition reads half of A and every N tile. Never with the long-row split (a
+                               row's parts must share a queue)                                          */
     int fab;                /* session 9 diagnostics, timing only (wrong results): 1 no C store, 2 A loads
                                of block 0, 4 B loads of N tile 0 (CAN_SPLIT configurations)              */
 };
@@ -511,11 +512,14 @@ __global__ void __launch_bounds__(384, 1)
             /* Items: CTA 0's lane 0 takes them from the queue (fetch, one item ahead); in a cluster it hands each
                to CTA 1 through the channel (exchange), whose producer then walks the same blocks. */
             /* partition queues (skewed rows, session 8): group 0 = items [0, sz0), group 1 = [sz0, total) */
-            const bool use_part = CF::CAN_SPLIT && p.part && (nt >= 2 || p.part_rows) &&
-                                  (p.part_force || *(volatile unsigned *)(p.counter + 4) != 0u);
+            /* row groups (session 9; by default on rows the prep found not skewed): group 0 = the units of even
+               rank, nt * ceil(units / 2) items; tile groups (session 8; by default on skewed rows) otherwise */
+            const bool skewed = *(volatile unsigned *)(p.counter + 4) != 0u;
+            const bool rows_want = CF::CAN_SPLIT && (p.part_rows == 1 || (p.part_rows == 2 && !skewed));
+            const bool use_part =
+                CF::CAN_SPLIT && p.part && (nt >= 2 || rows_want) && (p.part_force || skewed || rows_want);
             const unsigned mypart = use_part ? (unsigned)p.part[sm_id()] & 1u : 0u;
-            /* row groups (session 9): group 0 = the units of even rank, nt * ceil(units / 2) items */
-            const bool rows = CF::CAN_SPLIT && use_part && p.part_rows;
+            const bool rows = use_part && rows_want;
             const unsigned tg = !CF::CAN_SPLIT ? nt : use_part && !rows ? (nt + 1) / 2 : rows ? nt : (unsigned)p.tg;
             const unsigned gsz = CF::CAN_SPLIT ? (rows ? nt * ((total / nt + 1) / 2) : total / nt * tg) : total;
             const unsigned sz0 = min(gsz, total);

@@ -33,12 +33,15 @@ struct bsk_hopper_tune_s {
     int out_max_grid; /* written by the launcher: the persistent grid before capping by the item count        */
     int out_split_len; /* written by the launcher: the split length L it asked the prep kernel for (0: none)  */
     int out_pf;       /* written by the launcher: the prefetch lead in blocks it used (0: off)                 */
-    int out_part;     /* written by the launcher: 1 tile-group partition queues allowed, 2 row groups (0: none) */
-    int part_mode;        /* BM = 128 op-N L2-partition queues: 0 default (skewed rows, once the GPU's map is
-                             known), -1 off, 1 whatever the rows (N tiles split between the partitions), 2 row
-                             groups whatever the rows (units split by rank parity between the partitions, each
-                             walking every N tile: A read by one partition only; not with the long-row split,
-                             session 9)                                                                  */
+    int out_part;     /* written by the launcher: partition queues allowed with 1 tile groups (skewed rows only
+                         unless forced), 2 row groups forced, 3 row groups on unskewed rows (0: none)      */
+    int part_mode;        /* BM = 128 L2-partition queues, once the GPU's map is known: 0 default (tile groups
+                             on skewed rows; op N: row groups on the others, session 9), -1 off, 1 tile groups
+                             (N tiles split between the partitions) whatever the rows, 2 row groups (units split
+                             by rank parity between the partitions, each walking every N tile: A read by one
+                             partition only) whatever the rows, 3 session 8's default (tile groups on skewed
+                             rows, nothing else). Row groups never with the long-row split.               */
+    int l2promo;          /* TMA L2 promotion of the A / B loads: 0 default (256 B), 1 none, 2 64 B, 3 128 B  */
     int fab;              /* session 9 diagnostics, TIMING ONLY (wrong results): bit 1 no C store (the tile is
                              staged, not written), bit 2 every A load reads block 0, bit 4 every B load reads
                              N tile 0's panel (BM = 128 op-N configurations)                             */
