@@ -213,7 +213,8 @@ int main(int argc, char **argv)
         int part;           /* L2-partition queues: 0 default (skewed rows, discovered map), -1 off, 1 forced
                                with the table of --part FILE (ncu), 2 forced with the discovered map, 3 row
                                groups (tune.part_mode 2) with the discovered map, 4 session 8's default
-                               (tune.part_mode 3: tile groups on skewed rows only) */
+                               (tune.part_mode 3: tile groups on skewed rows only), 5 row groups on unskewed
+                               rows (tune.part_mode 4; run 2 of session 9 ran it as the default) */
         int promo;          /* tune.l2promo: TMA L2 promotion of A / B (0 256 B, 1 none, 2 64 B, 3 128 B) */
         int fab;            /* tune.fab: session 9 diagnostics (timing only: 1 no C store, 2 A block 0, 4 B tile 0) */
         int seed;           /* pattern seed (0: 1000 + the index of (b, d, pattern) in the default list, so
@@ -414,27 +415,27 @@ int main(int argc, char **argv)
     }
     if (fabric2 && ncu) { /* session 9 run 2: the new default (row groups) with and without L2 promotion */
         for (int di = 0; di < 3; di += 2) {
-            ADD(.b = 128, .d = ds[di], .tag = "ncu default (row groups)");
-            ADD(.b = 128, .d = ds[di], .promo = 1, .tag = "ncu default, no L2 promotion");
-            ADD(.b = 128, .d = ds[di], .promo = 3, .tag = "ncu default, L2 promotion 128 B");
+            ADD(.b = 128, .d = ds[di], .part = 5, .tag = "ncu row groups on unskewed rows");
+            ADD(.b = 128, .d = ds[di], .part = 5, .promo = 1, .tag = "ncu row groups, no L2 promotion");
+            ADD(.b = 128, .d = ds[di], .part = 5, .promo = 3, .tag = "ncu row groups, L2 promotion 128 B");
         }
     }
     if (fabric2 && !ncu) { /* session 9 run 2: session 8's default against the new one (row groups on unskewed
                               rows), and the TMA L2 promotion, alternated */
         for (int di = 0; di < 3; di++) {
             ADD(.b = 128, .d = ds[di], .part = 4, .tag = "session-8 default");
-            ADD(.b = 128, .d = ds[di], .tag = "default (row groups)");
-            ADD(.b = 128, .d = ds[di], .promo = 1, .tag = "default, no L2 promotion");
-            ADD(.b = 128, .d = ds[di], .promo = 3, .tag = "default, L2 promotion 128 B");
-            ADD(.b = 128, .d = ds[di], .tag = "default (row groups)");
+            ADD(.b = 128, .d = ds[di], .part = 5, .tag = "row groups on unskewed rows");
+            ADD(.b = 128, .d = ds[di], .part = 5, .promo = 1, .tag = "row groups, no L2 promotion");
+            ADD(.b = 128, .d = ds[di], .part = 5, .promo = 3, .tag = "row groups, L2 promotion 128 B");
+            ADD(.b = 128, .d = ds[di], .part = 5, .tag = "row groups on unskewed rows");
             ADD(.b = 128, .d = ds[di], .part = 4, .tag = "session-8 default");
         }
         for (int di = 0; di < 3; di++) {
             ADD(.b = 128, .d = ds[di], .skew = 1, .part = 4, .tag = "session-8 default");
-            ADD(.b = 128, .d = ds[di], .skew = 1, .tag = "default");
+            ADD(.b = 128, .d = ds[di], .skew = 1, .part = 5, .tag = "row groups on unskewed rows");
         }
         ADD(.b = 128, .d = 0.25, .bf = 1, .part = 4, .tag = "session-8 default");
-        ADD(.b = 128, .d = 0.25, .bf = 1, .tag = "default (row groups)");
+        ADD(.b = 128, .d = 0.25, .bf = 1, .part = 5, .tag = "row groups on unskewed rows");
     }
     if (fabric && !fabric2 && ncu) { /* session 9: the fabric / L2 / DRAM traffic by source (one call each) */
         ADD(.b = 128, .d = 0.50, .tag = "ncu default");
@@ -520,7 +521,7 @@ int main(int argc, char **argv)
         bsk__hopper_tune.split = c.split;
         bsk__hopper_tune.tgroup = c.tg;
         bsk__hopper_tune.part_tab = c.part == 1 ? d_part : NULL;
-        bsk__hopper_tune.part_mode = c.part == -1 ? -1 : c.part == 3 ? 2 : c.part == 4 ? 3 : c.part >= 1 ? 1 : 0;
+        bsk__hopper_tune.part_mode = c.part == -1 ? -1 : c.part == 3 ? 2 : c.part == 4 ? 3 : c.part == 5 ? 4 : c.part >= 1 ? 1 : 0;
         bsk__hopper_tune.l2promo = c.promo;
         bsk__hopper_tune.fab = c.fab;
         const int di_ = c.d == 0.10 ? 0 : c.d == 0.25 ? 1 : c.d == 0.50 ? 2 : 3;

@@ -191,7 +191,7 @@ BSK_TEST(gpu_hopper_spmm_partition_queues)
         bsk__hopper_tune.part_mode = v < 3 ? 1 : 2;
         bsk__hopper_tune.max_ctas = w == 1 ? 0 : 3;
         if (v >= 3) { /* row groups: uniform rows of mixed lengths (several bands), an odd unit count */
-            bsk_bsr U = spmm_random_bsr((9 + w) * 128 - 5 * w, 11 * 128 + 3, 128, 0.35, BSK_PATTERN_UNIFORM, BSK_F16);
+            bsk_bsr U = spmm_random_bsr((9 + w) * 128 - 5 * w, 5 * 128 + 3, 128, 0.35, BSK_PATTERN_UNIFORM, BSK_F16);
             const int64_t NU = 256 * (1 + w) - 8 * bsk_rng_int(r, 0, 20); /* 1, 2, 3 N tiles */
             run_device_case(t, ctx, &U, NU, 0, 0, BSK_F16, 1.0f, 0.0f, 1);
             CHECK(bsk__hopper_tune.out_part == 2 || bsk__hopper_tune.out_split_len > 0); /* full grid: the split */
@@ -202,12 +202,13 @@ BSK_TEST(gpu_hopper_spmm_partition_queues)
             bsk__hopper_tune.band_mb = 0;
             bsk__hopper_tune.l2promo = 0;
             bsk_bsr_free(&U);
-            /* the default (part_mode 0): row groups on these unskewed rows once enough items rule out the split */
-            bsk_bsr D = spmm_random_bsr(13 * 128 - 7, 11 * 128 + 3, 128, 0.3, BSK_PATTERN_UNIFORM, BSK_F16);
-            bsk__hopper_tune.part_mode = 0;
-            run_device_case(t, ctx, &D, 256 * 6 - 8 * w, 0, 0, BSK_F16, 1.0f, 0.0f, 1);
+            /* part_mode 4 (row groups on unskewed rows): on, once enough items rule out the split (full grid) */
+            bsk_bsr D = spmm_random_bsr((w == 1 ? 13 : 5) * 128 - 7, 2 * 128 + 3, 128, 0.3, BSK_PATTERN_UNIFORM, BSK_F16);
+            const int64_t ND = 256 * (w == 1 ? 6 : 2) - 8 * w;
+            bsk__hopper_tune.part_mode = 4;
+            run_device_case(t, ctx, &D, ND, 0, 0, BSK_F16, 1.0f, 0.0f, 1);
             CHECK(bsk__hopper_tune.out_part == 3);
-            run_device_case(t, ctx, &D, 256 * 6 - 8 * w, 0, 8, BSK_F32, 0.5f, 0.5f, 1);
+            run_device_case(t, ctx, &D, ND, 0, 8, BSK_F32, 0.5f, 0.5f, 1);
             bsk__hopper_tune.part_mode = 2;
             bsk_bsr_free(&D);
         }

@@ -27,7 +27,9 @@
    BM = 128 without clusters (CAN_SPLIT) also has: long-row split — a row cut by the prep kernel into parts
    (units of consecutive blocks) run by different CTAs; parts 0 .. P - 2 store fp32 partial tiles in the
    workspace, part P - 1 adds them in part order and runs the epilogue (deterministic) — and tile groups (the
-   queue takes tg N tiles through every band before the next ones; tg = nt is the plain band order).
+   queue takes tg N tiles through every band before the next ones; tg = nt is the plain band order), and with the
+   GPU's L2-partition map a queue per partition: tile groups (half the N tiles each; skewed rows, session 8) or
+   row groups (units of one rank parity each, every N tile; a knob, session 9).
    Malformed device indices cannot cause out-of-bounds access: row_ptr is clamped by the prep kernel to
    [0, nnzb], a col_idx outside [0, nb) becomes a stage with no data (skipped), the merge advances at least
    one list per stage (so it ends even on unsorted lists), and TMA never reads outside the tensors. */
@@ -83,7 +85,7 @@ struct SpmmParams {
                                each partition's L2 holds the B panels of its own N tiles only           */
     int part_force;         /* 1: the partition queues whatever the rows (experiments, tests)        */
     int part_rows;          /* row groups instead of tile groups (1 forced, 2 when the prep kernel found the
-                               rows not skewed — the default for op N, session 9; 0 never): group g holds the
+                               rows not skewed — tune.part_mode 4, session 9; 0 never): group g holds the
                                units of rank parity g (items in the plain band / N tile / unit order), so each
                                partition reads half of A and every N tile. Never with the long-row split (a
                                row's parts must share a queue)                                          */
@@ -512,7 +514,7 @@ __global__ void __launch_bounds__(384, 1)
             /* Items: CTA 0's lane 0 takes them from the queue (fetch, one item ahead); in a cluster it hands each
                to CTA 1 through the channel (exchange), whose producer then walks the same blocks. */
             /* partition queues (skewed rows, session 8): group 0 = items [0, sz0), group 1 = [sz0, total) */
-            /* row groups (session 9; by default on rows the prep found not skewed): group 0 = the units of even
+            /* row groups (session 9; part_rows 2: on rows the prep found not skewed): group 0 = the units of even
                rank, nt * ceil(units / 2) items; tile groups (session 8; by default on skewed rows) otherwise */
             const bool skewed = *(volatile unsigned *)(p.counter + 4) != 0u;
             const bool rows_want = CF::CAN_SPLIT && (p.part_rows == 1 || (p.part_rows == 2 && !skewed));
