@@ -75,7 +75,7 @@ int main(int argc, char **argv)
 {
     int quick = 0, variants = 0, cf32 = 0, ncu = 0, d1 = 0, ring4 = 0, bands = 0, prof = 0, skew = 0, tall = 0, fin = 0, mc = 0, hint = 0, partcheck = 0,
         part = 0,
-        s7 = 0;
+        s7 = 0, fabric = 0, fabric2 = 0;
     const char *part_file = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) quick = 1;
@@ -93,6 +93,8 @@ int main(int argc, char **argv)
             part_file = argv[++i];
             partcheck = 1;
         }
+        else if (!strcmp(argv[i], "--fabric")) fabric = 1; /* session 9: what crosses the L2 fabric; row groups */
+        else if (!strcmp(argv[i], "--fabric2")) fabric = fabric2 = 1; /* session 9 run 2: new default, promotion */
         else if (!strcmp(argv[i], "--hint")) hint = 1; /* session 8: L2 hints on unskewed rows by default */
         else if (!strcmp(argv[i], "--mc")) mc = 1; /* session 8: b128 with and without A multicast (2-CTA clusters) */
         else if (!strcmp(argv[i], "--s7")) s7 = 1; /* session 7: the L2 eviction hints on skewed and uniform b128 */
@@ -147,6 +149,15 @@ int main(int argc, char **argv)
         bsk_destroy(pc);
     }
 
+    if (fabric) { /* the row groups use the map the library finds: have it known before the first SpMM */
+        unsigned char dt[1025];
+        float lat[1024];
+        int smid[1024], n = 0, n1 = 0;
+        bsk_status ps = bsk__cuda_l2_partition_probe(ctx, dt, lat, smid, &n);
+        for (int i = 0; i < n && !ps; i++) n1 += dt[smid[i]];
+        printf("L2-partition map (this context): %s, valid %d, %d of %d SMs in partition 1\n",
+               ps ? bsk_status_string(ps) : "ok", ps ? 0 : dt[1024], n1, n);
+    }
     const size_t nAK = (size_t)(M_ * K_), nKN = (size_t)(K_ * N_), nMN = (size_t)(M_ * N_);
     uint16_t *hbuf = (uint16_t *)malloc((nAK > nKN ? nAK : nKN) * 2);
     float *hC32 = (float *)malloc(nMN * 4);
@@ -200,7 +211,12 @@ int main(int argc, char **argv)
         int split;          /* tune: split (0 default, -1 off, -2 auto, > 0 L) */
         int tg;             /* tune: tgroup (N tiles per tile group, 0 default) */
         int part;           /* L2-partition queues: 0 default (skewed rows, discovered map), -1 off, 1 forced
-                               with the table of --part FILE (ncu), 2 forced with the discovered map */
+                               with the table of --part FILE (ncu), 2 forced with the discovered map, 3 row
+                               groups (tune.part_mode 2) with the discovered map, 4 session 8's default
+                               (tune.part_mode 3: tile groups on skewed rows only), 5 row groups on unskewed
+                               rows (tune.part_mode 4; run 2 of session 9 ran it as the default) */
+        int promo;          /* tune.l2promo: TMA L2 promotion of A / B (0 256 B, 1 none, 2 64 B, 3 128 B) */
+        int fab;            /* tune.fab: session 9 diagnostics (timing only: 1 no C store, 2 A block 0, 4 B tile 0) */
         int seed;           /* pattern seed (0: 1000 + the index of (b, d, pattern) in the default list, so
                                that variants of one case run on the same pattern) */
         int64_t m, n, k;    /* another shape than M_ = N_ = K_ (its own cuBLAS baseline) */
@@ -397,7 +413,61 @@ int main(int argc, char **argv)
         ADD(.b = 128, .d = 0.10, .c32 = 1, .tag = "C fp32");
         ADD(.b = 128, .d = 0.50, .c32 = 1, .tag = "C fp32");
     }
-    if (ncu && !skew && !s7) { /* one call each, under the profiler */
+    if (fabric2 && ncu) { /* session 9 run 2: the new default (row groups) with and without L2 promotion */
+        for (int di = 0; di < 3; di += 2) {
+            ADD(.b = 128, .d = ds[di], .part = 5, .tag = "ncu row groups on unskewed rows");
+            ADD(.b = 128, .d = ds[di], .part = 5, .promo = 1, .tag = "ncu row groups, no L2 promotion");
+            ADD(.b = 128, .d = ds[di], .part = 5, .promo = 3, .tag = "ncu row groups, L2 promotion 128 B");
+        }
+    }
+    if (fabric2 && !ncu) { /* session 9 run 2: session 8's default against the new one (row groups on unskewed
+                              rows), and the TMA L2 promotion, alternated */
+        for (int di = 0; di < 3; di++) {
+            ADD(.b = 128, .d = ds[di], .part = 4, .tag = "session-8 default");
+            ADD(.b = 128, .d = ds[di], .part = 5, .tag = "row groups on unskewed rows");
+            ADD(.b = 128, .d = ds[di], .part = 5, .promo = 1, .tag = "row groups, no L2 promotion");
+            ADD(.b = 128, .d = ds[di], .part = 5, .promo = 3, .tag = "row groups, L2 promotion 128 B");
+            ADD(.b = 128, .d = ds[di], .part = 5, .tag = "row groups on unskewed rows");
+            ADD(.b = 128, .d = ds[di], .part = 4, .tag = "session-8 default");
+        }
+        for (int di = 0; di < 3; di++) {
+            ADD(.b = 128, .d = ds[di], .skew = 1, .part = 4, .tag = "session-8 default");
+            ADD(.b = 128, .d = ds[di], .skew = 1, .part = 5, .tag = "row groups on unskewed rows");
+        }
+        ADD(.b = 128, .d = 0.25, .bf = 1, .part = 4, .tag = "session-8 default");
+        ADD(.b = 128, .d = 0.25, .bf = 1, .part = 5, .tag = "row groups on unskewed rows");
+    }
+    if (fabric && !fabric2 && ncu) { /* session 9: the fabric / L2 / DRAM traffic by source (one call each) */
+        ADD(.b = 128, .d = 0.50, .tag = "ncu default");
+        ADD(.b = 128, .d = 0.10, .tag = "ncu default");
+        ADD(.b = 128, .d = 0.10, .fab = 1, .tag = "ncu no C store");
+        ADD(.b = 128, .d = 0.10, .fab = 2, .tag = "ncu A block 0");
+        ADD(.b = 128, .d = 0.10, .fab = 4, .tag = "ncu B tile 0");
+        ADD(.b = 128, .d = 0.10, .part = 3, .tag = "ncu row groups");
+        ADD(.b = 128, .d = 0.50, .part = 3, .tag = "ncu row groups");
+    }
+    if (fabric && !fabric2 && !ncu) { /* session 9: what each traffic source costs in time (fab: wrong results, timing only),
+                             and the row groups (part_mode 2) against the default, alternated */
+        ADD(.b = 128, .d = 0.10, .tag = "default");
+        ADD(.b = 128, .d = 0.10, .part = 3, .tag = "row groups");
+        ADD(.b = 128, .d = 0.10, .fab = 1, .tag = "DIAG no C store");
+        ADD(.b = 128, .d = 0.10, .fab = 2, .tag = "DIAG A block 0");
+        ADD(.b = 128, .d = 0.10, .fab = 4, .tag = "DIAG B tile 0");
+        ADD(.b = 128, .d = 0.10, .fab = 7, .tag = "DIAG all three");
+        ADD(.b = 128, .d = 0.10, .part = 3, .tag = "row groups");
+        ADD(.b = 128, .d = 0.10, .tag = "default");
+        for (int di = 1; di < 3; di++) {
+            ADD(.b = 128, .d = ds[di], .tag = "default");
+            ADD(.b = 128, .d = ds[di], .part = 3, .tag = "row groups");
+            ADD(.b = 128, .d = ds[di], .fab = 1, .tag = "DIAG no C store");
+            ADD(.b = 128, .d = ds[di], .part = 3, .tag = "row groups");
+            ADD(.b = 128, .d = ds[di], .tag = "default");
+        }
+        ADD(.b = 128, .d = 0.10, .skew = 1, .tag = "default");
+        ADD(.b = 128, .d = 0.10, .skew = 1, .part = 3, .tag = "row groups");
+        ADD(.b = 128, .d = 0.10, .skew = 1, .tag = "default");
+    }
+    if (ncu && !skew && !s7 && !fabric) { /* one call each, under the profiler */
         ADD(.b = 128, .d = 0.50, .tag = "ncu");
         ADD(.b = 128, .d = 0.10, .tag = "ncu");
         ADD(.b = 64, .d = 0.50, .tag = "ncu");
@@ -451,7 +521,9 @@ int main(int argc, char **argv)
         bsk__hopper_tune.split = c.split;
         bsk__hopper_tune.tgroup = c.tg;
         bsk__hopper_tune.part_tab = c.part == 1 ? d_part : NULL;
-        bsk__hopper_tune.part_mode = c.part == -1 ? -1 : c.part >= 1 ? 1 : 0;
+        bsk__hopper_tune.part_mode = c.part == -1 ? -1 : c.part == 3 ? 2 : c.part == 4 ? 3 : c.part == 5 ? 4 : c.part >= 1 ? 1 : 0;
+        bsk__hopper_tune.l2promo = c.promo;
+        bsk__hopper_tune.fab = c.fab;
         const int di_ = c.d == 0.10 ? 0 : c.d == 0.25 ? 1 : c.d == 0.50 ? 2 : 3;
         const uint64_t seed = c.seed ? (uint64_t)c.seed : (uint64_t)(1000 + (c.b == 64) * 6 + di_ * 2 + c.skew);
         bsk_dtype dt = c.bf ? BSK_BF16 : BSK_F16, ct = c.c32 ? BSK_F32 : dt;
@@ -465,8 +537,8 @@ int main(int argc, char **argv)
         if (ncu) {
             run_spmm(&sa);
             CS(bsk_synchronize(ctx));
-            printf("ncu: b=%d d=%.2f %s %s kernel %s split L %d\n", c.b, c.d, c.skew ? "skewed" : "uniform", c.tag,
-                   bsk_last_kernel(ctx), bsk__hopper_tune.out_split_len);
+            printf("ncu: b=%d d=%.2f %s %s kernel %s split L %d part %d\n", c.b, c.d, c.skew ? "skewed" : "uniform",
+                   c.tag, bsk_last_kernel(ctx), bsk__hopper_tune.out_split_len, bsk__hopper_tune.out_part);
             bsk_bsr_free(&A);
             bsk_bsr_free(&hA);
             continue;
@@ -498,10 +570,10 @@ int main(int argc, char **argv)
         double base = c.c32 ? dense_tf32 : c.m ? shp_tf[c.bf] : dense_tf[c.bf];
         char shape[48] = "";
         if (c.m) snprintf(shape, sizeof shape, " %lldx%lldx%lld", (long long)M_, (long long)N_, (long long)K_);
-        snprintf(table[nt++], sizeof table[0], "%4d %5.2f %-7s %-4s %7lld %4lld %8.3f %8.3f %7.1f %6.3f %9.2e %-19s %s%s (grid %d, pf %d, split L %d)",
+        snprintf(table[nt++], sizeof table[0], "%4d %5.2f %-7s %-4s %7lld %4lld %8.3f %8.3f %7.1f %6.3f %9.2e %-19s %s%s (grid %d, pf %d, split L %d, part %d)",
                  c.b, c.d, c.skew ? "skewed" : "uniform", c.bf ? "bf16" : "fp16", (long long)A.nnzb, (long long)st.row_max,
                  ms, mn, tf, tf / base, err, kern, c.tag, shape, c.maxc ? c.maxc : bsk__hopper_tune.out_max_grid,
-                 bsk__hopper_tune.out_pf, bsk__hopper_tune.out_split_len);
+                 bsk__hopper_tune.out_pf, bsk__hopper_tune.out_split_len, bsk__hopper_tune.out_part);
         printf("%s\n", table[nt - 1]);
         if (prof) print_prof(&sa);
         fflush(stdout);

@@ -168,7 +168,10 @@ BSK_TEST(gpu_hopper_spmm_persistent_few_ctas)
 /* The L2-partition queues (forced, tune.part_mode 1, with tables of our own): a CTA takes items of its partition's tile
    group, then helps with the other's. Tables: SMs split by smid parity; every SM in partition 0 (group 1 is
    done entirely by helping); every SM in partition 1. Odd and even N tile counts, one N tile (the queues
-   off), few CTAs and the full grid, beta, the long-row split through the queues; every element checked. */
+   off), few CTAs and the full grid, beta, the long-row split through the queues; every element checked.
+   Then the row groups (tune.part_mode 2, session 9: units split by rank parity between the partitions): the
+   same tables, one N tile (row groups still on), an odd number of units, uniform rows in several bands, and the
+   split (row groups off, tile groups instead). */
 BSK_TEST(gpu_hopper_spmm_partition_queues)
 {
     bsk_context *ctx = NULL;
@@ -179,13 +182,36 @@ BSK_TEST(gpu_hopper_spmm_partition_queues)
     unsigned char tab[1024], *dtab = NULL;
     REQUIRE(cudaMalloc((void **)&dtab, sizeof tab) == cudaSuccess);
     bsk_bsr A = spmm_random_bsr(7 * 128 - 9, 6 * 128 + 5, 128, 0.5, BSK_PATTERN_SKEWED, BSK_F16);
-    for (int v = 0; v < 3; v++) {
-        for (int i = 0; i < 1024; i++) tab[i] = v == 0 ? (unsigned char)(i & 1) : (unsigned char)(v - 1);
+    for (int v = 0; v < 6; v++) {
+        const int w = v % 3;
+        for (int i = 0; i < 1024; i++) tab[i] = w == 0 ? (unsigned char)(i & 1) : (unsigned char)(w - 1);
         REQUIRE(cudaMemcpy(dtab, tab, sizeof tab, cudaMemcpyHostToDevice) == cudaSuccess);
         bsk__hopper_tune = saved;
         bsk__hopper_tune.part_tab = dtab;
-        bsk__hopper_tune.part_mode = 1;
-        bsk__hopper_tune.max_ctas = v == 1 ? 0 : 3;
+        bsk__hopper_tune.part_mode = v < 3 ? 1 : 2;
+        bsk__hopper_tune.max_ctas = w == 1 ? 0 : 3;
+        if (v >= 3) { /* row groups: uniform rows of mixed lengths (several bands), an odd unit count */
+            bsk_bsr U = spmm_random_bsr((9 + w) * 128 - 5 * w, 5 * 128 + 3, 128, 0.35, BSK_PATTERN_UNIFORM, BSK_F16);
+            const int64_t NU = 256 * (1 + w) - 8 * bsk_rng_int(r, 0, 20); /* 1, 2, 3 N tiles */
+            run_device_case(t, ctx, &U, NU, 0, 0, BSK_F16, 1.0f, 0.0f, 1);
+            CHECK(bsk__hopper_tune.out_part == 2 || bsk__hopper_tune.out_split_len > 0); /* full grid: the split */
+            run_device_case(t, ctx, &U, NU, 8, 0, BSK_F32, 0.5f, 1.0f, 1);
+            bsk__hopper_tune.band_mb = 1; /* bands of a few units: groups cross band boundaries unevenly */
+            bsk__hopper_tune.l2promo = w + 1; /* the TMA L2 promotion knob: none, 64 B, 128 B */
+            run_device_case(t, ctx, &U, NU + 256, 0, 0, BSK_BF16, 1.0f, 0.0f, 1);
+            bsk__hopper_tune.band_mb = 0;
+            bsk__hopper_tune.l2promo = 0;
+            bsk_bsr_free(&U);
+            /* part_mode 4 (row groups on unskewed rows): on, once enough items rule out the split (full grid) */
+            bsk_bsr D = spmm_random_bsr((w == 1 ? 13 : 5) * 128 - 7, 2 * 128 + 3, 128, 0.3, BSK_PATTERN_UNIFORM, BSK_F16);
+            const int64_t ND = 256 * (w == 1 ? 6 : 2) - 8 * w;
+            bsk__hopper_tune.part_mode = 4;
+            run_device_case(t, ctx, &D, ND, 0, 0, BSK_F16, 1.0f, 0.0f, 1);
+            CHECK(bsk__hopper_tune.out_part == 3);
+            run_device_case(t, ctx, &D, ND, 0, 8, BSK_F32, 0.5f, 0.5f, 1);
+            bsk__hopper_tune.part_mode = 2;
+            bsk_bsr_free(&D);
+        }
         const int64_t N = 256 * (3 + v) - 8 * bsk_rng_int(r, 0, 20); /* 3, 4, 5 N tiles */
         run_device_case(t, ctx, &A, N, 0, 0, BSK_F16, 1.0f, 0.0f, 1);
         run_device_case(t, ctx, &A, N, 8, 0, BSK_F32, 0.5f, 1.0f, 1);
@@ -193,6 +219,7 @@ BSK_TEST(gpu_hopper_spmm_partition_queues)
         bsk__hopper_tune.split = 2; /* long rows split into parts, parts queued like rows */
         run_device_case(t, ctx, &A, N, 0, 0, BSK_F32, 1.0f, 0.0f, 1);
         run_device_case(t, ctx, &A, N, 0, 0, BSK_F16, 0.5f, 0.0f, 1);
+        if (v >= 3) CHECK(bsk__hopper_tune.out_split_len == 0 || bsk__hopper_tune.out_part == 1);
     }
     bsk__hopper_tune = saved;
     bsk_bsr_free(&A);

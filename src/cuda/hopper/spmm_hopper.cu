@@ -31,6 +31,10 @@ static const int RING4_DEFAULT = 1; /* session 4: b128 +4–7.5 %, paired b64 +2
 static const int SPLIT_DEFAULT = 1;
 static const int SPLIT_MB_DEFAULT = 128;
 static const int SPLIT_MIN_LEN = 16;
+/* L2-partition row groups for op N on rows that are not skewed (tune.part_mode 4 asks for them). Off by default:
+   session 9 measured b128 uniform d 0.1 / 0.25 / 0.5 +2.7 / +0.8 / +0.5 % in one run and +1.6 / -1.2 / -0.6 %
+   (bf16 d 0.25 -1.2 %) in the next, on another H100 (docs/hopper-spmm-notes.md): below the adoption rule. */
+static const int ROW_GROUPS_DEFAULT = 0;
 
 typedef Cfg<128, 256, 4, false> Cfg128;        /* tile 128 x 256, 48 KB stages, direct epilogue                */
 typedef Cfg<128, 256, 3, true> Cfg128t;        /* the same, 3 stages + 64 KB staging for the TMA-store epilogue */
@@ -74,8 +78,11 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, cons
     const uint64_t nblk = A->nnzb ? (uint64_t)A->nnzb : 1u;
     /* In a cluster each CTA loads (and multicasts) 64 rows of A's panel; op T loads 64 x 64 boxes. */
     const uint32_t a_box_rows = CF::CLUSTER > 1 || CF::TRANS ? 64u : (uint32_t)CF::BM;
-    if ((s = bsk_hopper_tmap_3d(&tmA, vals, A->dtype, nblk, CF::BM, CF::BM, a_box_rows, 64))) return s;
-    if ((s = bsk_hopper_tmap_2d(&tmB, B->data, B->dtype, (uint64_t)K, (uint64_t)N, (uint64_t)B->ld, 64, 64))) return s;
+    const int promo = bsk__hopper_tune.l2promo; /* TMA L2 promotion of the A / B loads (0: 256 B) */
+    if ((s = bsk_hopper_tmap_3d_promo(&tmA, vals, A->dtype, nblk, CF::BM, CF::BM, a_box_rows, 64, promo))) return s;
+    if ((s = bsk_hopper_tmap_2d_promo(&tmB, B->data, B->dtype, (uint64_t)K, (uint64_t)N, (uint64_t)B->ld, 64, 64,
+                                      promo)))
+        return s;
     if (!CF::EPI) tmC = tmB; /* unused */
     else if ((s = bsk_hopper_tmap_2d(&tmC, C->data, C->dtype, (uint64_t)M, (uint64_t)N, (uint64_t)C->ld, 64, 64)))
         return s;
@@ -212,10 +219,18 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, cons
     /* L2-partition queues for skewed rows (the kernel decides from the prep's flag): the GPU's own map once
        known (src/cuda/l2_partition.cu), or a probe's table; knob part_mode -1 off, 1 whatever the rows */
     p.part = NULL;
-    if (CF::CAN_SPLIT && nt >= 2 && bsk__hopper_tune.part_mode >= 0)
+    /* Row groups (session 9): forced by part_mode 2; on the op-N rows the prep finds not skewed (the kernel
+       decides; skewed rows keep the tile groups) with part_mode 4, or by default if ROW_GROUPS_DEFAULT; part_mode 3
+       is session 8's default (tile groups on skewed rows, nothing else). Never with the long-row split (a row's
+       parts must share one queue: the last part in the queue combines, waiting only for parts taken before it). */
+    const int pm = bsk__hopper_tune.part_mode;
+    p.part_rows = L > 0 ? 0 : pm == 2 ? 1 : ((pm == 4 || (pm == 0 && ROW_GROUPS_DEFAULT)) && !CF::TRANS) ? 2 : 0;
+    if (CF::CAN_SPLIT && (nt >= 2 || p.part_rows) && pm >= 0)
         p.part = bsk__hopper_tune.part_tab ? (const unsigned char *)bsk__hopper_tune.part_tab
                                            : bsk_cuda_l2_partitions(ctx);
-    p.part_force = bsk__hopper_tune.part_mode == 1 ? 1 : 0;
+    p.part_force = pm == 1 || pm == 2 ? 1 : 0;
+    bsk__hopper_tune.out_part = p.part ? (p.part_rows == 1 ? 2 : p.part_rows == 2 ? 3 : 1) : 0;
+    p.fab = CF::CAN_SPLIT ? bsk__hopper_tune.fab : 0;
 
     if ((int64_t)grid > units_cap * nt * CF::CLUSTER) grid = (int)(units_cap * nt * CF::CLUSTER);
     grid = grid / CF::CLUSTER * CF::CLUSTER;

@@ -27,7 +27,9 @@
    BM = 128 without clusters (CAN_SPLIT) also has: long-row split — a row cut by the prep kernel into parts
    (units of consecutive blocks) run by different CTAs; parts 0 .. P - 2 store fp32 partial tiles in the
    workspace, part P - 1 adds them in part order and runs the epilogue (deterministic) — and tile groups (the
-   queue takes tg N tiles through every band before the next ones; tg = nt is the plain band order).
+   queue takes tg N tiles through every band before the next ones; tg = nt is the plain band order), and with the
+   GPU's L2-partition map a queue per partition: tile groups (half the N tiles each; skewed rows, session 8) or
+   row groups (units of one rank parity each, every N tile; a knob, session 9).
    Malformed device indices cannot cause out-of-bounds access: row_ptr is clamped by the prep kernel to
    [0, nnzb], a col_idx outside [0, nb) becomes a stage with no data (skipped), the merge advances at least
    one list per stage (so it ends even on unsorted lists), and TMA never reads outside the tensors. */
@@ -82,6 +84,13 @@ struct SpmmParams {
                                CTA takes items of its partition's group, then helps with the other's, so
                                each partition's L2 holds the B panels of its own N tiles only           */
     int part_force;         /* 1: the partition queues whatever the rows (experiments, tests)        */
+    int part_rows;          /* row groups instead of tile groups (1 forced, 2 when the prep kernel found the
+                               rows not skewed — tune.part_mode 4, session 9; 0 never): group g holds the
+                               units of rank parity g (items in the plain band / N tile / unit order), so each
+                               partition reads half of A and every N tile. Never with the long-row split (a
+                               row's parts must share a queue)                                          */
+    int fab;                /* session 9 diagnostics, timing only (wrong results): 1 no C store, 2 A loads
+                               of block 0, 4 B loads of N tile 0 (CAN_SPLIT configurations)              */
 };
 
 /* Cycle accounting for probe builds (-DBSK_HOPPER_PROF, bench/hopper_probe.c --prof): where each warpgroup's
@@ -505,11 +514,16 @@ __global__ void __launch_bounds__(384, 1)
             /* Items: CTA 0's lane 0 takes them from the queue (fetch, one item ahead); in a cluster it hands each
                to CTA 1 through the channel (exchange), whose producer then walks the same blocks. */
             /* partition queues (skewed rows, session 8): group 0 = items [0, sz0), group 1 = [sz0, total) */
+            /* row groups (session 9; part_rows 2: on rows the prep found not skewed): group 0 = the units of even
+               rank, nt * ceil(units / 2) items; tile groups (session 8; by default on skewed rows) otherwise */
+            const bool skewed = *(volatile unsigned *)(p.counter + 4) != 0u;
+            const bool rows_want = CF::CAN_SPLIT && (p.part_rows == 1 || (p.part_rows == 2 && !skewed));
             const bool use_part =
-                CF::CAN_SPLIT && p.part && nt >= 2 && (p.part_force || *(volatile unsigned *)(p.counter + 4) != 0u);
+                CF::CAN_SPLIT && p.part && (nt >= 2 || rows_want) && (p.part_force || skewed || rows_want);
             const unsigned mypart = use_part ? (unsigned)p.part[sm_id()] & 1u : 0u;
-            const unsigned tg = !CF::CAN_SPLIT ? nt : use_part ? (nt + 1) / 2 : (unsigned)p.tg;
-            const unsigned gsz = CF::CAN_SPLIT ? total / nt * tg : total;
+            const bool rows = use_part && rows_want;
+            const unsigned tg = !CF::CAN_SPLIT ? nt : use_part && !rows ? (nt + 1) / 2 : rows ? nt : (unsigned)p.tg;
+            const unsigned gsz = CF::CAN_SPLIT ? (rows ? nt * ((total / nt + 1) / 2) : total / nt * tg) : total;
             const unsigned sz0 = min(gsz, total);
             auto fetch = [&]() -> unsigned {
                 if (lane != 0 || rank != 0) return 0u;
@@ -573,12 +587,37 @@ __global__ void __launch_bounds__(384, 1)
                 tge = min(tg, nt - g0);
                 return t - g * gsz;
             };
+            /* Row groups: item t of group g (t >= sz0) is u = t - g * sz0 of that group, which walks the plain
+               order restricted to the ranks of parity g. With c_g(x) = (x + 1 - g) / 2 ranks of parity g below x,
+               a band [x, x + n) holds nt * (c_g(x + n) - c_g(x)) of the group's items, after nt * c_g(x) others:
+               so rank 2 * (u / nt) + g lies in u's band, and inside the band w = u - nt * c_g(x) is N tile
+               w / ng, unit rank 2 * (c_g(x) + w % ng) + g (ng = the band's ranks of parity g, >= 1 there). */
+            auto rows_split = [&](unsigned t, unsigned &g, unsigned &u) {
+                g = t >= sz0 ? 1u : 0u;
+                u = t - g * sz0;
+            };
+            auto rows_pos = [&](unsigned g, unsigned u, int2 bi, unsigned &ng) -> unsigned {
+                const unsigned c0 = ((unsigned)bi.x + 1u - g) >> 1;
+                ng = ((unsigned)(bi.x + bi.y) + 1u - g) / 2u - c0;
+                return u - nt * c0; /* w */
+            };
             auto band_of = [&](unsigned t) -> int2 {
+                if (rows) {
+                    unsigned g, u;
+                    rows_split(t, g, u);
+                    return p.bandinfo[2u * (u / nt) + g];
+                }
                 unsigned g0, tge;
                 const unsigned j = group_of(t, g0, tge);
                 return p.bandinfo[j / tge];
             };
             auto entry_of = [&](unsigned t, int2 bi) -> int4 {
+                if (rows) {
+                    unsigned g, u, ng;
+                    rows_split(t, g, u);
+                    const unsigned w = rows_pos(g, u, bi, ng);
+                    return p.sorted[2u * ((((unsigned)bi.x + 1u - g) >> 1) + w % ng) + g];
+                }
                 unsigned g0, tge;
                 const unsigned j = group_of(t, g0, tge);
                 return p.sorted[(unsigned)bi.x + (j - (unsigned)bi.x * tge) % (unsigned)bi.y];
@@ -589,9 +628,15 @@ __global__ void __launch_bounds__(384, 1)
             };
             auto make_item = [&](unsigned t, int2 bi, int4 e) -> Item {
                 Item it;
-                unsigned g0, tge;
-                const unsigned j = group_of(t, g0, tge);
-                it.ntile = (int)(g0 + (j - (unsigned)bi.x * tge) / (unsigned)bi.y);
+                if (rows) {
+                    unsigned g, u, ng;
+                    rows_split(t, g, u);
+                    it.ntile = (int)(rows_pos(g, u, bi, ng) / ng);
+                } else {
+                    unsigned g0, tge;
+                    const unsigned j = group_of(t, g0, tge);
+                    it.ntile = (int)(g0 + (j - (unsigned)bi.x * tge) / (unsigned)bi.y);
+                }
                 it.unit = e.x;
                 it.ka = e.y;
                 it.ea = max(e.z, e.y);
@@ -749,13 +794,15 @@ __global__ void __launch_bounds__(384, 1)
                                     tma_load_3d_mc(adst + rank * 64u * 128u, &tmA, fb, h * 64, (int)rank * 64, blkA,
                                                    (uint16_t)3);
                                 else if (l2h & 1)
-                                    tma_load_3d_hint(adst, &tmA, fb, h * 64, 0, blkA, pol_a);
+                                    tma_load_3d_hint(adst, &tmA, fb, h * 64, 0, CF::CAN_SPLIT && (p.fab & 2) ? 0 : blkA,
+                                                     pol_a);
                                 else
-                                    tma_load_3d(adst, &tmA, fb, h * 64, 0, blkA);
+                                    tma_load_3d(adst, &tmA, fb, h * 64, 0, CF::CAN_SPLIT && (p.fab & 2) ? 0 : blkA);
                                 const int krow = j * CF::BM + h * 64;
+                                const int nb0 = CF::CAN_SPLIT && (p.fab & 4) ? 0 : n0; /* diagnostic: N tile 0 */
 #pragma unroll
                                 for (int qq = 0; qq < CF::PANELS; ++qq)
-                                    tma_load_2d(bdst + qq * 8192, &tmB, fb, n0 + qq * 64, krow);
+                                    tma_load_2d(bdst + qq * 8192, &tmB, fb, nb0 + qq * 64, krow);
                             }
                         }
                         if (++s == CF::STAGES) { s = 0; ph ^= 1; }
@@ -914,7 +961,7 @@ __global__ void __launch_bounds__(384, 1)
                         stage_tile<BSK_BF16, CF::WGN, Q0, CF::EPQ>(acc, cbuf, rl, lane, p.alpha);
                     fence_proxy_async_smem();
                     named_bar_sync(1 + c, 128);
-                    if (tw == 0 && wc0 + 64 * Q0 < p.N && wr0 < p.M) {
+                    if (tw == 0 && wc0 + 64 * Q0 < p.N && wr0 < p.M && !(CF::CAN_SPLIT && (p.fab & 1))) {
                         if (l2h & 2) {
                             const uint64_t pol_c = l2_policy_evict_first();
 #pragma unroll

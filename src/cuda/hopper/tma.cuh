@@ -24,6 +24,12 @@ bsk_status bsk_hopper_tmap_encode(CUtensorMap *map, const void *base, bsk_dtype 
 bsk_status bsk_hopper_tmap_3d(CUtensorMap *map, const void *base, bsk_dtype t, uint64_t count, uint64_t rows,
                               uint64_t cols, uint32_t box_rows, uint32_t box_cols);
 
+/* The same two with the TMA L2 promotion chosen by the caller (promo 0: 256 B as above, 1 none, 2 64 B, 3 128 B). */
+bsk_status bsk_hopper_tmap_2d_promo(CUtensorMap *map, const void *base, bsk_dtype t, uint64_t rows, uint64_t cols,
+                                    uint64_t ld, uint32_t box_rows, uint32_t box_cols, int promo);
+bsk_status bsk_hopper_tmap_3d_promo(CUtensorMap *map, const void *base, bsk_dtype t, uint64_t count, uint64_t rows,
+                                    uint64_t cols, uint32_t box_rows, uint32_t box_cols, int promo);
+
 /* The same two shapes without swizzle, for L2 prefetches only (cp.async.bulk.prefetch.tensor): no shared-memory
    layout is involved, so a box may be wider than 128 bytes (up to 256 elements per dimension) and one
    prefetch covers a whole block or B panel. */

@@ -33,8 +33,19 @@ struct bsk_hopper_tune_s {
     int out_max_grid; /* written by the launcher: the persistent grid before capping by the item count        */
     int out_split_len; /* written by the launcher: the split length L it asked the prep kernel for (0: none)  */
     int out_pf;       /* written by the launcher: the prefetch lead in blocks it used (0: off)                 */
-    int part_mode;        /* BM = 128 op-N L2-partition queues: 0 default (skewed rows, once the GPU's map is
-                             known), -1 off, 1 whatever the rows                                            */
+    int out_part;     /* written by the launcher: partition queues allowed with 1 tile groups (skewed rows only
+                         unless forced), 2 row groups forced, 3 row groups on unskewed rows (0: none)      */
+    int part_mode;        /* BM = 128 L2-partition queues, once the GPU's map is known: 0 default (tile groups
+                             on skewed rows), -1 off, 1 tile groups (N tiles split between the partitions)
+                             whatever the rows, 2 row groups (units split by rank parity between the
+                             partitions, each walking every N tile: A read by one partition only) whatever the
+                             rows, 3 session 8's default (= 0 while ROW_GROUPS_DEFAULT is off), 4 op N: row
+                             groups on unskewed rows, tile groups on skewed ones (session 9's candidate
+                             default). Row groups never with the long-row split.                          */
+    int l2promo;          /* TMA L2 promotion of the A / B loads: 0 default (256 B), 1 none, 2 64 B, 3 128 B  */
+    int fab;              /* session 9 diagnostics, TIMING ONLY (wrong results): bit 1 no C store (the tile is
+                             staged, not written), bit 2 every A load reads block 0, bit 4 every B load reads
+                             N tile 0's panel (BM = 128 op-N configurations)                             */
     const void *part_tab; /* device array [1024] of unsigned char: smid -> L2 partition (0 / 1) to use instead of
                              the discovered map (bench/l2_partition_probe.sh's ncu table; tests)            */
     void *prof_buf;   /* device buffer of 16 x grid unsigned long long cycle counters, read by kernels built
