@@ -75,6 +75,10 @@ void bsk_test_dense_free(bsk_dense *D);
    (packed). C_in may be NULL when beta == 0. */
 void bsk_ref_spmm(bsk_op op, double alpha, const bsk_bsr *A, const bsk_dense *B, double beta,
                   const bsk_dense *C_in, double *out);
+/* Its magnitude |alpha|·|op(A)|·|B| + |beta|·|C_in|: the scale of the rounding error of any summation order, for
+   outputs whose value cancels (a 1 x 1 product of mixed signs can be far smaller than its terms). */
+void bsk_ref_spmm_mag(bsk_op op, double alpha, const bsk_bsr *A, const bsk_dense *B, double beta,
+                      const bsk_dense *C_in, double *out);
 /* float64 reference of SDDMM: out[k][r][c] (nnzb*br*bc, packed like values). in may be NULL if beta == 0. */
 void bsk_ref_sddmm(double alpha, const bsk_dense *X, const bsk_dense *Y, double beta, const bsk_bsr *in,
                    double *out);

@@ -53,8 +53,9 @@ static double *bsr_dense64(const bsk_bsr *A)
     return d;
 }
 
-void bsk_ref_spmm(bsk_op op, double alpha, const bsk_bsr *A, const bsk_dense *B, double beta,
-                  const bsk_dense *C_in, double *out)
+/* the reference (mag = 0) or its magnitude |alpha|·|op(A)|·|B| + |beta|·|C_in| (mag = 1) */
+static void ref_spmm(bsk_op op, double alpha, const bsk_bsr *A, const bsk_dense *B, double beta, const bsk_dense *C_in,
+                     double *out, int mag)
 {
     double *a = bsr_dense64(A);
     int64_t m = op == BSK_OP_N ? A->rows : A->cols, k = op == BSK_OP_N ? A->cols : A->rows, n = B->cols;
@@ -63,12 +64,25 @@ void bsk_ref_spmm(bsk_op op, double alpha, const bsk_bsr *A, const bsk_dense *B,
             double acc = 0;
             for (int64_t p = 0; p < k; p++) {
                 double av = op == BSK_OP_N ? a[i * A->cols + p] : a[p * A->cols + i];
-                if (av != 0.0) acc += av * bsk__load(B->data, B->dtype, p * B->ld + j);
+                double bv = bsk__load(B->data, B->dtype, p * B->ld + j);
+                if (av != 0.0) acc += mag ? fabs(av * bv) : av * bv;
             }
             double c = beta != 0.0 ? beta * bsk__load(C_in->data, C_in->dtype, i * C_in->ld + j) : 0.0;
-            out[i * n + j] = alpha * acc + c;
+            out[i * n + j] = mag ? fabs(alpha) * acc + fabs(c) : alpha * acc + c;
         }
     free(a);
+}
+
+void bsk_ref_spmm(bsk_op op, double alpha, const bsk_bsr *A, const bsk_dense *B, double beta,
+                  const bsk_dense *C_in, double *out)
+{
+    ref_spmm(op, alpha, A, B, beta, C_in, out, 0);
+}
+
+void bsk_ref_spmm_mag(bsk_op op, double alpha, const bsk_bsr *A, const bsk_dense *B, double beta,
+                      const bsk_dense *C_in, double *out)
+{
+    ref_spmm(op, alpha, A, B, beta, C_in, out, 1);
 }
 
 void bsk_ref_sddmm(double alpha, const bsk_dense *X, const bsk_dense *Y, double beta, const bsk_bsr *in,
