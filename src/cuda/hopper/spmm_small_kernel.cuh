@@ -412,95 +412,46 @@ template <int N, class F> __device__ __forceinline__ void static_for(F &&f)
 /* ---------------------------------------------------------------- main kernel */
 
 template <int BS, int DT> struct SMma;
-template <> struct SMma<32, BSK_F16> {
-    static __device__ __forceinline__ void run(float *d, uint32_t *a, uint64_t b, int on)
-    {
-        wgmma_m64n32k16_rs_f16_if<0>(d, a[0], a[1], a[2], a[3], b, 1, on);
-    }
-};
-template <> struct SMma<32, BSK_BF16> {
-    static __device__ __forceinline__ void run(float *d, uint32_t *a, uint64_t b, int on)
-    {
-        wgmma_m64n32k16_rs_bf16_if<0>(d, a[0], a[1], a[2], a[3], b, 1, on);
-    }
-};
-template <> struct SMma<16, BSK_F16> {
-    static __device__ __forceinline__ void run(float *d, uint32_t *a, uint64_t b, int on)
-    {
-        wgmma_m64n16k16_rs_f16_if<0>(d, a[0], a[1], a[2], a[3], b, 1, on);
-    }
-};
-template <> struct SMma<16, BSK_BF16> {
-    static __device__ __forceinline__ void run(float *d, uint32_t *a, uint64_t b, int on)
-    {
-        wgmma_m64n16k16_rs_bf16_if<0>(d, a[0], a[1], a[2], a[3], b, 1, on);
-    }
-};
+/* the f16 and bf16 specialisations of one width N (the wrappers differ only in the type suffix) */
+#define BSK_SMALL_SMMA_RS(N)                                                                                      \
+    template <> struct SMma<N, BSK_F16> {                                                                         \
+        static __device__ __forceinline__ void run(float *d, uint32_t *a, uint64_t b, int on)                    \
+        {                                                                                                         \
+            wgmma_m64n##N##k16_rs_f16_if<0>(d, a[0], a[1], a[2], a[3], b, 1, on);                                 \
+        }                                                                                                         \
+    };                                                                                                            \
+    template <> struct SMma<N, BSK_BF16> {                                                                        \
+        static __device__ __forceinline__ void run(float *d, uint32_t *a, uint64_t b, int on)                    \
+        {                                                                                                         \
+            wgmma_m64n##N##k16_rs_bf16_if<0>(d, a[0], a[1], a[2], a[3], b, 1, on);                                \
+        }                                                                                                         \
+    };
+BSK_SMALL_SMMA_RS(32)
+BSK_SMALL_SMMA_RS(16)
+#undef BSK_SMALL_SMMA_RS
 
 /* SMmaSS<N, DT>: wgmma m64nNk16, Bᵀ M-major (trans-a) and the A blocks K-major, both from shared memory, guarded;
    N = BS (one block row) or RG * BS (RG adjacent row slots). */
 template <int N, int DT> struct SMmaSS;
-template <> struct SMmaSS<64, BSK_F16> {
-    static __device__ __forceinline__ void run(float *d, uint64_t a, uint64_t b, int on)
-    {
-        wgmma_m64n64k16_ss_f16_if<1, 0>(d, a, b, 1, on);
-    }
-};
-template <> struct SMmaSS<64, BSK_BF16> {
-    static __device__ __forceinline__ void run(float *d, uint64_t a, uint64_t b, int on)
-    {
-        wgmma_m64n64k16_ss_bf16_if<1, 0>(d, a, b, 1, on);
-    }
-};
-template <> struct SMmaSS<128, BSK_F16> {
-    static __device__ __forceinline__ void run(float *d, uint64_t a, uint64_t b, int on)
-    {
-        wgmma_m64n128k16_ss_f16_if<1, 0>(d, a, b, 1, on);
-    }
-};
-template <> struct SMmaSS<128, BSK_BF16> {
-    static __device__ __forceinline__ void run(float *d, uint64_t a, uint64_t b, int on)
-    {
-        wgmma_m64n128k16_ss_bf16_if<1, 0>(d, a, b, 1, on);
-    }
-};
-template <> struct SMmaSS<256, BSK_F16> {
-    static __device__ __forceinline__ void run(float *d, uint64_t a, uint64_t b, int on)
-    {
-        wgmma_m64n256k16_ss_f16_if<1, 0>(d, a, b, 1, on);
-    }
-};
-template <> struct SMmaSS<256, BSK_BF16> {
-    static __device__ __forceinline__ void run(float *d, uint64_t a, uint64_t b, int on)
-    {
-        wgmma_m64n256k16_ss_bf16_if<1, 0>(d, a, b, 1, on);
-    }
-};
-
-template <> struct SMmaSS<32, BSK_F16> {
-    static __device__ __forceinline__ void run(float *d, uint64_t a, uint64_t b, int on)
-    {
-        wgmma_m64n32k16_ss_f16_if<1, 0>(d, a, b, 1, on);
-    }
-};
-template <> struct SMmaSS<32, BSK_BF16> {
-    static __device__ __forceinline__ void run(float *d, uint64_t a, uint64_t b, int on)
-    {
-        wgmma_m64n32k16_ss_bf16_if<1, 0>(d, a, b, 1, on);
-    }
-};
-template <> struct SMmaSS<16, BSK_F16> {
-    static __device__ __forceinline__ void run(float *d, uint64_t a, uint64_t b, int on)
-    {
-        wgmma_m64n16k16_ss_f16_if<1, 0>(d, a, b, 1, on);
-    }
-};
-template <> struct SMmaSS<16, BSK_BF16> {
-    static __device__ __forceinline__ void run(float *d, uint64_t a, uint64_t b, int on)
-    {
-        wgmma_m64n16k16_ss_bf16_if<1, 0>(d, a, b, 1, on);
-    }
-};
+#define BSK_SMALL_SMMA_SS(N)                                                                                      \
+    template <> struct SMmaSS<N, BSK_F16> {                                                                       \
+        static __device__ __forceinline__ void run(float *d, uint64_t a, uint64_t b, int on)                      \
+        {                                                                                                         \
+            wgmma_m64n##N##k16_ss_f16_if<1, 0>(d, a, b, 1, on);                                                   \
+        }                                                                                                         \
+    };                                                                                                            \
+    template <> struct SMmaSS<N, BSK_BF16> {                                                                      \
+        static __device__ __forceinline__ void run(float *d, uint64_t a, uint64_t b, int on)                      \
+        {                                                                                                         \
+            wgmma_m64n##N##k16_ss_bf16_if<1, 0>(d, a, b, 1, on);                                                  \
+        }                                                                                                         \
+    };
+BSK_SMALL_SMMA_SS(16)
+BSK_SMALL_SMMA_SS(32)
+BSK_SMALL_SMMA_SS(64)
+BSK_SMALL_SMMA_SS(128)
+BSK_SMALL_SMMA_SS(256)
+#undef BSK_SMALL_SMMA_SS
 
 /* Registers per thread after setmaxnreg: 128 x PRODUCER + 256 x CONSUMER <= 384 x 168 (what the CTA got). */
 constexpr int SMALL_PRODUCER_REGS = 72, SMALL_CONSUMER_REGS = 216; /* 56 / 224 spilled 8-16 bytes in the producer */
