@@ -18,34 +18,28 @@ static bsk_dense dense_copy(const bsk_dense *D)
     return c;
 }
 
-/* ‖got − ref‖ / ‖scale‖ (NaN if got has a non-finite element; ‖scale‖ = 0 gives ‖got − ref‖) */
-static double err_vs_scale(const bsk_dense *got, const double *ref, const double *scale)
+/* The error of `got` against `ref` measured on `scale`: *norm = ‖got − ref‖ / ‖scale‖ and *max = max |got − ref| /
+   max |scale| (the max catches a few wrong elements that the norm would average away). scale = ref: relative to
+   the result; scale = the magnitude reference: relative to the size of the terms, which bounds the rounding error
+   of any summation order. NaN if got has a non-finite element; a zero scale gives the absolute error. */
+static void err_on_scale(const bsk_dense *got, const double *ref, const double *scale, double *norm, double *max)
 {
-    double num = 0, den = 0;
+    double num = 0, den = 0, md = 0, ms = 0;
     for (int64_t i = 0; i < got->rows; i++)
         for (int64_t j = 0; j < got->cols; j++) {
             double g = bsk__load(got->data, got->dtype, i * got->ld + j), r = ref[i * got->cols + j];
-            if (!isfinite(g)) return NAN;
+            double sc = scale[i * got->cols + j];
+            if (!isfinite(g)) {
+                *norm = *max = NAN;
+                return;
+            }
             num += (g - r) * (g - r);
-            den += scale[i * got->cols + j] * scale[i * got->cols + j];
-        }
-    return den > 0 ? sqrt(num / den) : sqrt(num);
-}
-
-/* max |got - ref| / max |scale|, which catches a few wrong elements that a norm-wise error would average away
-   (scale = ref: relative to the result; scale = the magnitude reference: relative to
-   the size of the terms, which bounds the rounding error of any summation order) */
-static double max_rel_dense(const bsk_dense *got, const double *ref, const double *scale)
-{
-    double md = 0, mr = 0;
-    for (int64_t i = 0; i < got->rows; i++)
-        for (int64_t j = 0; j < got->cols; j++) {
-            double g = bsk__load(got->data, got->dtype, i * got->ld + j), r = ref[i * got->cols + j];
-            if (!isfinite(g)) return NAN;
+            den += sc * sc;
             md = fmax(md, fabs(g - r));
-            mr = fmax(mr, fabs(scale[i * got->cols + j]));
+            ms = fmax(ms, fabs(sc));
         }
-    return mr > 0 ? md / mr : md;
+    *norm = den > 0 ? sqrt(num / den) : sqrt(num);
+    *max = ms > 0 ? md / ms : md;
 }
 
 /* The bytes of D in columns cols..ld-1 are the same as in `orig` (bitwise: NaN poison included). */
@@ -92,9 +86,11 @@ static void run_spmm(bsk_test_ctx *t, bsk_context *ctx, const spmm_case *c)
         double tol = bsk_tol(c->ab, c->cd);
         /* relative to the result, or — where the result cancels (tiny outputs: M = N = 1) — to the size of its
            terms; a wrong element is off by about its own size and fails both */
-        double e = bsk_rel_err_dense(&C, ref), em = max_rel_dense(&C, ref, ref);
-        if (!(e <= tol)) e = fmin(e, err_vs_scale(&C, ref, mag));
-        if (!(em <= 4 * tol)) em = fmin(em, max_rel_dense(&C, ref, mag));
+        double e, em, e_mag, em_mag;
+        err_on_scale(&C, ref, ref, &e, &em);
+        err_on_scale(&C, ref, mag, &e_mag, &em_mag);
+        if (!(e <= tol)) e = fmin(e, e_mag);
+        if (!(em <= 4 * tol)) em = fmin(em, em_mag);
         int bad = !(e <= tol) || !(em <= 4 * tol) || !pad_untouched(&C, &C0);
         if (bad)
             fprintf(stderr, "  spmm op=%c A %lldx%lld b=%dx%d d=%.2f %s N=%lld dt=%d->%d alpha=%g beta=%g "
