@@ -4,7 +4,7 @@
 # synccheck (barrier use) and initcheck (uninitialised device reads). One line per (tool, test) and a summary last.
 # Usage: bench/sanitize.sh [tool ...]   (default: memcheck racecheck synccheck initcheck)
 #   SAN_TESTS="a b c": the bsk_tests filters to run (default below); SAN_TIMEOUT per run (default 150 s).
-# Logs in $OUT/san_<tool>_<test>.log. Needs a Firecracker machine (nvidia-h100-x1): no sanitizer under gVisor.
+# Logs in $OUT/san_<tool>_<test>.log. Needs a Firecracker machine (uname -r ends in -gpu): no sanitizer under gVisor.
 OUT=${OUT:-/tmp/san_out}
 BIN=${BIN:-build/bin/bsk_tests}
 mkdir -p "$OUT"
