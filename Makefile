@@ -116,7 +116,7 @@ test-asan:
 bench: $(BUILD)/bin/bsk
 	$(BUILD)/bin/bsk bench spmm
 
-# Device-run probes (bench/*.sh build them too; here so that CI compiles them): the Hopper SpMM experiment
+# Device-run probes (bench/*.sh build them through these targets, and CI compiles them): the Hopper SpMM experiment
 # probes (knobs of src/cuda/hopper/tune.h / spmm_small_tune.h, vs cuBLAS) and the L2-partition probe (sm_90a).
 probes: $(BUILD)/bin/hopper_probe $(BUILD)/bin/small_probe $(BUILD)/bin/l2_partition_probe
 $(BUILD)/bin/hopper_probe $(BUILD)/bin/small_probe: $(BUILD)/bin/%: bench/%.c bench/probe_util.h $(BUILD)/lib/libbsk.a

@@ -9,14 +9,10 @@ set -o pipefail
 B=${HOPPER_BUILD:-build-hopper2}
 OUT=${OUT:-/tmp/fabric_out}
 mkdir -p "$OUT"
-CUDA_HOME=${CUDA_HOME:-$(dirname "$(dirname "$(command -v nvcc)")")}
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw,temperature.gpu --format=csv,noheader
 t0=$(date +%s)
-make BUILD=$B JOBS=16 GENCODE_PORTABLE='-gencode arch=compute_90a,code=sm_90a' $B/bin/bsk_tests $B/lib/libbsk.a \
+make BUILD=$B JOBS=16 GENCODE_PORTABLE='-gencode arch=compute_90a,code=sm_90a' $B/bin/bsk_tests $B/bin/hopper_probe \
     > "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; echo "BUILD FAILED"; exit 1; }
-cc -std=c11 -O2 -Wall -Wextra -Iinclude -Isrc -I"$CUDA_HOME/include" bench/hopper_probe.c -o $B/bin/hopper_probe \
-    $B/lib/libbsk.a -L"$CUDA_HOME/lib64" -lcublas -lcudart_static -ldl -lrt -lpthread -lm -lstdc++ \
-    >> "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; echo "PROBE BUILD FAILED"; exit 1; }
 echo "build: $(( $(date +%s) - t0 )) s; C7520 lines: $(grep -c C7520 "$OUT/build.log"); spill lines: $(grep -c 'spill' "$OUT/build.log")"
 res_tests="not run"; res_mem="not run"; res_ncu="not run"; res_probe="not run"
 if [ "${FAB_TESTS:-1}" = 1 ]; then

@@ -11,22 +11,18 @@ set -o pipefail
 B=${SMALL_BUILD:-build-small}
 OUT=${OUT:-/tmp/small_out}
 mkdir -p "$OUT"
-CUDA_HOME=${CUDA_HOME:-$(dirname "$(dirname "$(command -v nvcc)")")}
 G='-gencode arch=compute_90a,code=sm_90a'
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw,temperature.gpu --format=csv,noheader
 t0=$(date +%s)
-probe_build() { # $1 build dir
-    cc -std=c11 -O2 -Wall -Wextra -Iinclude -Isrc -I"$CUDA_HOME/include" bench/small_probe.c -o $1/bin/small_probe \
-        $1/lib/libbsk.a -L"$CUDA_HOME/lib64" -lcublas -lcudart_static -ldl -lrt -lpthread -lm -lstdc++
-}
-make BUILD=$B JOBS=16 GENCODE_PORTABLE="$G" $B/bin/bsk_tests $B/lib/libbsk.a ${SMALL_BENCH:+$B/bin/bsk} > "$OUT/build.log" 2>&1 &&
-    probe_build $B >> "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; echo "BUILD FAILED"; exit 1; }
+make BUILD=$B JOBS=16 GENCODE_PORTABLE="$G" $B/bin/bsk_tests $B/bin/small_probe ${SMALL_BENCH:+$B/bin/bsk} > "$OUT/build.log" 2>&1 ||
+    { tail -30 "$OUT/build.log"; echo "BUILD FAILED"; exit 1; }
 echo "build: $(( $(date +%s) - t0 )) s; C7520 lines: $(grep -c C7520 "$OUT/build.log"); spills: $(grep -c 'bytes spill' "$OUT/build.log")"
 prof_pid=
 if [ -n "${SMALL_PROF:-}" ]; then # the counter build (only the small kernel's object differs), in the background
     ( rm -rf $B-prof && cp -a $B $B-prof && rm -f $B-prof/src/cuda/hopper/spmm_small_hopper.o &&
-        make BUILD=$B-prof JOBS=16 GENCODE_PORTABLE="$G" NVCC_EXTRA=-DBSK_SMALL_PROF $B-prof/lib/libbsk.a > "$OUT/build_prof.log" 2>&1 &&
-        probe_build $B-prof >> "$OUT/build_prof.log" 2>&1 || echo "PROF BUILD FAILED" >> "$OUT/build_prof.log" ) &
+        rm -f $B-prof/bin/small_probe &&
+        make BUILD=$B-prof JOBS=16 GENCODE_PORTABLE="$G" NVCC_EXTRA=-DBSK_SMALL_PROF $B-prof/bin/small_probe > "$OUT/build_prof.log" 2>&1 ||
+        echo "PROF BUILD FAILED" >> "$OUT/build_prof.log" ) &
     prof_pid=$!
 fi
 if command -v cuobjdump > /dev/null; then
