@@ -811,34 +811,6 @@ void cli_gpu_timer_free(cli_gpu_timer *t)
     memset(t, 0, sizeof *t);
 }
 
-double cli_time_gpu(cli_gpu_timer *t, cli_work_fn fn, void *arg, int warmup, int iters, int *rc)
-{
-    cudaStream_t s = (cudaStream_t)t->stream;
-    *rc = 0;
-    for (int i = 0; i < warmup; i++)
-        if ((*rc = fn(arg))) return NAN;
-    if (cudaStreamSynchronize(s) != cudaSuccess) goto cuda_fail;
-    double *ms = (double *)malloc((size_t)(iters > 0 ? iters : 1) * sizeof *ms);
-    if (!ms) { *rc = -1; return NAN; }
-    for (int i = 0; i < iters; i++) {
-        float f = 0;
-        if (cudaMemsetAsync(t->flush, i & 0xff, t->flush_bytes, s) != cudaSuccess ||
-            cudaEventRecord((cudaEvent_t)t->start, s) != cudaSuccess) { free(ms); goto cuda_fail; }
-        if ((*rc = fn(arg))) { free(ms); return NAN; }
-        if (cudaEventRecord((cudaEvent_t)t->stop, s) != cudaSuccess ||
-            cudaEventSynchronize((cudaEvent_t)t->stop) != cudaSuccess ||
-            cudaEventElapsedTime(&f, (cudaEvent_t)t->start, (cudaEvent_t)t->stop) != cudaSuccess) { free(ms); goto cuda_fail; }
-        ms[i] = f;
-    }
-    double m = cli_median(ms, iters);
-    free(ms);
-    return m;
-cuda_fail:
-    (void)cudaGetLastError();
-    *rc = -1;
-    return NAN;
-}
-
 int cli_time_gpu_rr(cli_gpu_timer *t, cli_work_fn *fns, void **args, int n, int warmup, int iters, double *med,
                     double *diff)
 {
@@ -877,6 +849,13 @@ int cli_time_gpu_rr(cli_gpu_timer *t, cli_work_fn *fns, void **args, int n, int 
     for (int w = 0; w < n; w++) med[w] = cli_median(ms + w * iters, iters);
     free(ms); free(tmp);
     return 0;
+}
+
+double cli_time_gpu(cli_gpu_timer *t, cli_work_fn fn, void *arg, int warmup, int iters, int *rc)
+{
+    double med;
+    *rc = cli_time_gpu_rr(t, &fn, &arg, 1, warmup, iters, &med, NULL);
+    return *rc ? NAN : med;
 }
 #endif
 
