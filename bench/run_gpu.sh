@@ -25,7 +25,7 @@ for st in $stages; do
   case $st in
   main|tests|bench)
     [ "$st" = bench ] || {
-    timeout 300 build/bin/bsk_tests > "$OUT/tests.log" 2>&1; rc=$?
+    timeout 540 build/bin/bsk_tests > "$OUT/tests.log" 2>&1; rc=$?
     grep -E "^FAIL|failed \(|CHECK|REQUIRE|rel err" "$OUT/tests.log" | head -20
     summary+=("tests (all): rc=$rc $(tail -1 "$OUT/tests.log")")
     }

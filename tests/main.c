@@ -1,4 +1,6 @@
-/* main.c — runs every registered test; `bsk_tests [substring]` runs those whose name contains it. */
+/* main.c — runs every registered test; `bsk_tests [substring]` runs those whose name contains it.
+ * BSK_TEST_FROM=<name> starts at that test (resuming a run cut off by a timeout). Each line gives the test's
+ * wall time, so the slow ones are visible. */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -48,18 +50,27 @@ int main(int argc, char **argv)
     run_seed = env ? strtoull(env, NULL, 0) : (uint64_t)time(NULL) ^ ((uint64_t)clock() << 32);
     printf("bsk_tests: seed %llu (set BSK_TEST_SEED to repeat), library %s\n", (unsigned long long)run_seed,
            bsk_version_string());
+    const char *from = getenv("BSK_TEST_FROM");
     int passed = 0, failed = 0, skipped = 0;
     for (int i = 0; i < ntests; i++) {
+        if (from && *from) {
+            if (strcmp(tests[i].name, from) != 0) continue;
+            from = NULL;
+        }
         if (filter && !strstr(tests[i].name, filter)) continue;
         bsk_test_ctx t = {0};
         uint64_t h = 1469598103934665603ull;
         for (const char *c = tests[i].name; *c; c++) h = (h ^ (uint8_t)*c) * 1099511628211ull;
         bsk_rng_init(&test_rng, run_seed ^ h);
         fflush(stdout);
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
         tests[i].fn(&t);
-        if (t.failed) { failed++; printf("FAIL  %s (%d checks)\n", tests[i].name, t.failed); }
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        double sec = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+        if (t.failed) { failed++; printf("FAIL  %s (%d checks) %.1f s\n", tests[i].name, t.failed, sec); }
         else if (t.skipped) { skipped++; printf("skip  %s: %s\n", tests[i].name, t.skip_msg); }
-        else { passed++; printf("ok    %s\n", tests[i].name); }
+        else { passed++; printf("ok    %s  %.1f s\n", tests[i].name, sec); }
         fflush(stdout);
     }
     printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
