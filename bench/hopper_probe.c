@@ -75,7 +75,7 @@ int main(int argc, char **argv)
 {
     int quick = 0, variants = 0, cf32 = 0, ncu = 0, d1 = 0, ring4 = 0, bands = 0, prof = 0, skew = 0, tall = 0, fin = 0, mc = 0, hint = 0, partcheck = 0,
         part = 0,
-        s7 = 0, fabric = 0, fabric2 = 0, pf0 = 0;
+        s7 = 0, fabric = 0, fabric2 = 0;
     const char *part_file = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) quick = 1;
@@ -95,7 +95,6 @@ int main(int argc, char **argv)
         }
         else if (!strcmp(argv[i], "--fabric")) fabric = 1; /* session 9: what crosses the L2 fabric; row groups */
         else if (!strcmp(argv[i], "--fabric2")) fabric = fabric2 = 1; /* session 9 run 2: new default, promotion */
-        else if (!strcmp(argv[i], "--pf0")) pf0 = 1; /* session 10: next item's first blocks into L2 early */
         else if (!strcmp(argv[i], "--hint")) hint = 1; /* session 8: L2 hints on unskewed rows by default */
         else if (!strcmp(argv[i], "--mc")) mc = 1; /* session 8: b128 with and without A multicast (2-CTA clusters) */
         else if (!strcmp(argv[i], "--s7")) s7 = 1; /* session 7: the L2 eviction hints on skewed and uniform b128 */
@@ -218,7 +217,6 @@ int main(int argc, char **argv)
                                rows (tune.part_mode 4; run 2 of session 9 ran it as the default) */
         int promo;          /* tune.l2promo: TMA L2 promotion of A / B (0 256 B, 1 none, 2 64 B, 3 128 B) */
         int fab;            /* tune.fab: session 9 diagnostics (timing only: 1 no C store, 2 A block 0, 4 B tile 0) */
-        int pf0;            /* tune.pf0: the next item's first blocks prefetched into L2 (session 10; -1 off) */
         int seed;           /* pattern seed (0: 1000 + the index of (b, d, pattern) in the default list, so
                                that variants of one case run on the same pattern) */
         int64_t m, n, k;    /* another shape than M_ = N_ = K_ (its own cuBLAS baseline) */
@@ -469,25 +467,6 @@ int main(int argc, char **argv)
         ADD(.b = 128, .d = 0.10, .skew = 1, .part = 3, .tag = "row groups");
         ADD(.b = 128, .d = 0.10, .skew = 1, .tag = "default");
     }
-    if (pf0 && !ncu) { /* session 10: item-start misses — the next item's first blocks prefetched into L2 as soon
-                          as the producer knows its columns (pf0 1 / 2) against the default, alternated, with
-                          session 9's timing-only diagnostic (A block 0 + B tile 0: wrong results) as the bound */
-        for (int di = 0; di < 3; di++) {
-            ADD(.b = 128, .d = ds[di], .tag = "default");
-            ADD(.b = 128, .d = ds[di], .pf0 = 1, .tag = "pf0 1");
-            ADD(.b = 128, .d = ds[di], .pf0 = 2, .tag = "pf0 2");
-            if (di == 0) ADD(.b = 128, .d = ds[di], .fab = 6, .tag = "DIAG A0 + B0");
-            ADD(.b = 128, .d = ds[di], .pf0 = 2, .tag = "pf0 2");
-            ADD(.b = 128, .d = ds[di], .pf0 = 1, .tag = "pf0 1");
-            ADD(.b = 128, .d = ds[di], .tag = "default");
-        }
-        ADD(.b = 128, .d = 0.10, .skew = 1, .tag = "default");
-        ADD(.b = 128, .d = 0.10, .skew = 1, .pf0 = 1, .tag = "pf0 1");
-        ADD(.b = 128, .d = 0.10, .skew = 1, .tag = "default");
-        ADD(.b = 64, .d = 0.10, .tag = "default");
-        ADD(.b = 64, .d = 0.10, .pf0 = 2, .tag = "pf0 2");
-        ADD(.b = 64, .d = 0.10, .tag = "default");
-    }
     if (ncu && !skew && !s7 && !fabric) { /* one call each, under the profiler */
         ADD(.b = 128, .d = 0.50, .tag = "ncu");
         ADD(.b = 128, .d = 0.10, .tag = "ncu");
@@ -545,7 +524,6 @@ int main(int argc, char **argv)
         bsk__hopper_tune.part_mode = c.part == -1 ? -1 : c.part == 3 ? 2 : c.part == 4 ? 3 : c.part == 5 ? 4 : c.part >= 1 ? 1 : 0;
         bsk__hopper_tune.l2promo = c.promo;
         bsk__hopper_tune.fab = c.fab;
-        bsk__hopper_tune.pf0 = c.pf0;
         const int di_ = c.d == 0.10 ? 0 : c.d == 0.25 ? 1 : c.d == 0.50 ? 2 : 3;
         const uint64_t seed = c.seed ? (uint64_t)c.seed : (uint64_t)(1000 + (c.b == 64) * 6 + di_ * 2 + c.skew);
         bsk_dtype dt = c.bf ? BSK_BF16 : BSK_F16, ct = c.c32 ? BSK_F32 : dt;

@@ -20,7 +20,6 @@ static const int CLUSTER_DEFAULT = 0;
    (0: off). */
 static const int B64_PAIR_DEFAULT = 1;
 static const int PF_STAGES_DEFAULT = 0; /* run 5: the prefetches double the L2 requests; 1.7x slower at d = 0.5 */
-static const int PF0_DEFAULT = 0; /* session 10: the next item's first blocks into L2 early (knob pf0; measured below) */
 /* TMA-store epilogue configurations: 4 ring stages with the C tile staged in two rounds (1), or 3 stages with
    the whole tile staged at once (0). Session 4 measures both (tune.ring4). */
 static const int RING4_DEFAULT = 1; /* session 4: b128 +4–7.5 %, paired b64 +2–3 % (same run) */
@@ -92,16 +91,14 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, cons
     const int pf_stages = bsk__hopper_tune.pf < 0 ? 0 : bsk__hopper_tune.pf > 0 ? bsk__hopper_tune.pf : PF_STAGES_DEFAULT;
     int pf = CF::TRANS ? 0 : (pf_stages + CF::KSUB - 1) / CF::KSUB;
     if (pf > 32) pf = 32;
-    int pf0 = CF::TRANS || pf > 0 || bsk__hopper_tune.pf0 < 0 ? 0 : bsk__hopper_tune.pf0 > 0 ? bsk__hopper_tune.pf0 : PF0_DEFAULT;
-    if (pf0 > 32) pf0 = 32;
-    if (pf > 0 || pf0 > 0) {
+    if (pf > 0) {
         const uint32_t pb_cols = N >= 256 ? 256u : (uint32_t)((N + 7) / 8 * 8);
         if (bsk_hopper_tmap_3d_plain(&tmPA, vals, A->dtype, nblk, CF::BM, CF::BM, CF::BM, CF::BM) ||
             bsk_hopper_tmap_2d_plain(&tmPB, B->data, B->dtype, (uint64_t)K, (uint64_t)N, (uint64_t)B->ld, CF::BM,
                                      pb_cols))
-            pf = pf0 = 0; /* a prefetch is only a hint: run without */
+            pf = 0; /* a prefetch is only a hint: run without */
     }
-    if (pf == 0 && pf0 == 0) tmPA = tmPB = tmB; /* unused */
+    if (pf == 0) tmPA = tmPB = tmB; /* unused */
     bsk__hopper_tune.out_pf = pf;
 
     /* op T: the transpose index (built on this stream, or cached), the units' "row pointer" and lists */
@@ -209,7 +206,6 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, cons
     p.split_ctr = (int *)((char *)ws + off_ctr);
     p.split_ws = (float4 *)((char *)ws + off_slots);
     p.pf = pf;
-    p.pf0 = pf0;
     p.cl_acq = bsk__hopper_tune.cl_acq ? 1 : 0;
     /* tune.l2hint: 1 A evict_last + C evict_first (session 6), 2 C evict_first only (session 7: within 1 % of
        none everywhere) */

@@ -71,8 +71,6 @@ struct SpmmParams {
                                zeroed by the prep kernel                                          */
     float4 *split_ws;       /* per split part, N tile and consumer: one fp32 partial (SPLIT_F4 float4) */
     int pf;                 /* L2 prefetch lead in blocks per list (0: off; at most 32)             */
-    int pf0;                /* the next item's first pf0 blocks per list prefetched into L2 as soon as its
-                               columns are known (look-ahead step 2; 0: off; at most 32; session 10)      */
     int cl_acq;             /* clusters: consumers' full-barrier waits with cluster-scope acquire   */
     int l2hint;             /* bits: 1 A loads evict_last, 2 C stores evict_first                  */
     int l2hint_auto;        /* CAN_SPLIT configurations: both hints when the prep kernel found the rows
@@ -490,7 +488,7 @@ __global__ void __launch_bounds__(384, 1)
         tma_prefetch_desc(&tmA);
         tma_prefetch_desc(&tmB);
         if (CF::EPI) tma_prefetch_desc(&tmC);
-        if (p.pf > 0 || p.pf0 > 0) {
+        if (p.pf > 0) {
             tma_prefetch_desc(&tmPA);
             tma_prefetch_desc(&tmPB);
         }
@@ -512,7 +510,6 @@ __global__ void __launch_bounds__(384, 1)
             const unsigned nt = (unsigned)p.nt,
                            total = CF::CAN_SPLIT ? *(volatile unsigned *)(p.counter + 1) : p.total_items;
             const int D = CF::TRANS ? 0 : p.pf; /* no L2 prefetch for op T (off by default anyway) */
-            const int P0 = CF::TRANS || D > 0 ? 0 : min(p.pf0, 32); /* next item's first blocks (pf: already) */
             const uint64_t pol_a = l2_policy_evict_last(); /* used only with l2h & 1 */
             /* Items: CTA 0's lane 0 takes them from the queue (fetch, one item ahead); in a cluster it hands each
                to CTA 1 through the channel (exchange), whose producer then walks the same blocks. */
@@ -665,10 +662,10 @@ __global__ void __launch_bounds__(384, 1)
                     for (int q = 0; q < CF::PF_B; ++q) tma_prefetch_2d(&tmPB, n0 + 256 * q, j * CF::BM);
                 }
             };
-            /* the first n blocks of each list of an item (lanes hold its first 32 columns) */
-            auto pf_first = [&](const Item &it, int c_a, int c_b, int n) {
+            /* the first D blocks of each list of an item (lanes hold its first 32 columns) */
+            auto pf_first = [&](const Item &it, int c_a, int c_b) {
                 const int n0 = tile_n0(it);
-                for (int i = 0; i < n; ++i) {
+                for (int i = 0; i < D; ++i) {
                     const int ja = __shfl_sync(0xffffffffu, c_a, i), jb = __shfl_sync(0xffffffffu, c_b, i);
                     if (it.ka + i < it.ea) pf_block(it.ka + i, ja, n0);
                     if (it.kb + i < it.eb) pf_block(it.kb + i, jb, n0);
@@ -690,7 +687,7 @@ __global__ void __launch_bounds__(384, 1)
                 cb = chunk_b(it.kb, it.eb);
                 va = vchunk(it.ka, it.ea);
                 vb = vchunk_b(it.kb, it.eb);
-                if (D > 0) pf_first(it, ca, cb, D);
+                if (D > 0) pf_first(it, ca, cb);
             }
             for (;;) {
                 if (t >= total) {
@@ -724,10 +721,9 @@ __global__ void __launch_bounds__(384, 1)
                             ncb = chunk_b(nit.kb, nit.eb);
                             nva = vchunk(nit.ka, nit.ea);
                             nvb = vchunk_b(nit.kb, nit.eb);
-                            if (P0 > 0) pf_first(nit, nca, ncb, P0);
                         }
                     } else if (la == 3) {
-                        if (D > 0 && tn < total) pf_first(nit, nca, ncb, D);
+                        if (D > 0 && tn < total) pf_first(nit, nca, ncb);
                     }
                     ++la;
                 };

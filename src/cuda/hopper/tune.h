@@ -18,8 +18,6 @@ struct bsk_hopper_tune_s {
                        2 none, 3 2-CTA clusters with 4 stages and the direct epilogue (any C)                     */
     int b64_mode;   /* BM = 64: 0 default, 1 split (64 x 256 tile, the consumers split N), 2 paired block rows  */
     int pf;         /* L2 prefetch lead in stages: 0 default (off), -1 off, > 0 that many stages (<= 32 blocks) */
-    int pf0;        /* blocks of the next item's lists prefetched into L2 once its columns are known (session 10;
-                       0 default, -1 off, > 0 that many, <= 32; op N only, not with pf)                      */
     int cl_acq;     /* clusters: 1 = consumers wait on the full barrier with cluster-scope acquire (run-4 kernel) */
     int l2hint;     /* 1: A loads evict_last (reused across N tiles), TMA-stored C evict_first (never re-read);
                        2: C evict_first only; 0 default: both on short (mean < 12 blocks), unskewed rows (BM = 128 op N,
