@@ -61,7 +61,7 @@ TOOL_CFLAGS = -DBSK_HAVE_CBLAS=1
 TOOL_BLAS   = -lopenblas
 endif
 
-.PHONY: all lib test test-asan bench probes sass fuzz fuzz-build clean
+.PHONY: nsys all lib test test-asan bench probes sass fuzz fuzz-build clean
 all: lib $(BUILD)/bin/bsk $(BUILD)/bin/bsk_tests
 
 lib: $(BUILD)/lib/libbsk.so $(BUILD)/lib/libbsk.a
@@ -126,6 +126,14 @@ $(BUILD)/bin/hopper_probe $(BUILD)/bin/small_probe: $(BUILD)/bin/%: bench/%.c be
 $(BUILD)/bin/l2_partition_probe: bench/l2_partition_probe.cu
 	@mkdir -p $(dir $@)
 	$(NVCC) -O2 $(GENCODE_HOPPER) $< -o $@
+
+# Nsight Systems: one SpMM run of the CLI under nsys (CUDA kernels + the library's NVTX ranges, domain "bsk", each
+# with a mark naming the kernel the dispatcher chose), report in $(BUILD)/bsk_nsys.nsys-rep, NVTX summary printed.
+# NSYS_ARGS: the bsk command line to record.
+NSYS_ARGS ?= spmm --m 4096 --n 4096 --k 4096 --block 128 --density 0.25 --reps 5
+nsys: $(BUILD)/bin/bsk
+	nsys profile --trace=cuda,nvtx --force-overwrite true -o $(BUILD)/bsk_nsys $(BUILD)/bin/bsk $(NSYS_ARGS)
+	nsys stats --report nvtx_sum --format csv $(BUILD)/bsk_nsys.nsys-rep
 
 sass: $(CUDA_OBJS)
 	@for o in $(CUDA_OBJS); do echo "== $$o"; cuobjdump --dump-sass $$o | awk '/Function :/{f=$$3} /HGMMA/{n[f]++} END{for (k in n) printf "  %-70s HGMMA x%d\n", k, n[k]}'; done

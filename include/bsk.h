@@ -187,8 +187,11 @@ BSK_API bsk_status bsk_synchronize(bsk_context *ctx);
 BSK_API bsk_status bsk_set_pattern_cache(bsk_context *ctx, int enable);
 BSK_API bsk_status bsk_forget_patterns(bsk_context *ctx);
 
-/* Name of the kernel the last bsk_spmm / bsk_sddmm call on this context ran ("cpu", "cuda-simt",
-   "cuda-mma", "hopper-wgmma", ...). Static storage; never NULL. */
+/* Name of the kernel the last operation on this context (bsk_spmm, bsk_sddmm, bsk_attention_forward / _backward,
+   bsk_topk_block_layout, bsk_tune_spmm) ran ("cpu", "cuda-simt", "cuda-mma", "hopper-wgmma-b128", ...); "none"
+   when that call ran nothing (it returned an error, or the shapes were empty). Static storage; never NULL.
+   Nsight: each of those operations is an NVTX range in the "bsk" domain with a mark naming this kernel
+   (`make nsys` records one run). */
 BSK_API const char *bsk_last_kernel(const bsk_context *ctx);
 
 /* Device facts for `bsk preflight`. Fills what it can; returns BSK_ERR_NO_DEVICE without a GPU.

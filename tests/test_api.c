@@ -117,6 +117,40 @@ BSK_TEST(api_auto_without_gpu_runs_on_cpu)
     bsk_test_dense_free(&C);
 }
 
+/* bsk_last_kernel names what the last call ran: "none" after a call that ran nothing (an error, empty shapes),
+   never a stale name from an earlier call. */
+BSK_TEST(api_last_kernel_reports_each_call)
+{
+    bsk_context *ctx;
+    REQUIRE_OK(bsk_create(&ctx, BSK_BACKEND_CPU));
+    bsk_rng *rng = bsk_test_rng();
+    bsk_bsr A;
+    REQUIRE_OK(bsk_bsr_random(24, 16, 8, 8, 0.5, BSK_PATTERN_UNIFORM, bsk_rng_next(rng), BSK_F32, &A));
+    bsk_dense B = bsk_test_dense(16, 5, 0, BSK_F32, rng), C = bsk_test_dense_poison(24, 5, 0, BSK_F32);
+    bsk_dense B0 = B, C0 = C, Bbad = B;
+    B0.cols = C0.cols = 0; /* empty: nothing to run */
+    Bbad.rows = 15;        /* shape mismatch */
+    CHECK_STATUS(bsk_spmm(ctx, BSK_OP_N, 1.0f, &A, &B, 0.0f, &C), BSK_SUCCESS);
+    CHECK(strcmp(bsk_last_kernel(ctx), "cpu") == 0);
+    CHECK_STATUS(bsk_spmm(ctx, BSK_OP_N, 1.0f, &A, &Bbad, 0.0f, &C), BSK_ERR_SHAPE_MISMATCH);
+    CHECK(strcmp(bsk_last_kernel(ctx), "none") == 0);
+    CHECK_STATUS(bsk_spmm(ctx, BSK_OP_N, 1.0f, &A, &B, 0.0f, &C), BSK_SUCCESS);
+    CHECK_STATUS(bsk_spmm(ctx, BSK_OP_N, 1.0f, &A, &B0, 0.0f, &C0), BSK_SUCCESS);
+    CHECK(strcmp(bsk_last_kernel(ctx), "none") == 0);
+    bsk_dense X = bsk_test_dense(24, 5, 0, BSK_F32, rng), Y = bsk_test_dense(16, 5, 0, BSK_F32, rng), Ybad = Y;
+    Ybad.rows = 15;
+    CHECK_STATUS(bsk_sddmm(ctx, 1.0f, &X, &Y, 0.0f, &A), BSK_SUCCESS); /* A's pattern is 24 x 16 */
+    CHECK(strcmp(bsk_last_kernel(ctx), "cpu") == 0);
+    CHECK_STATUS(bsk_sddmm(ctx, 1.0f, &X, &Ybad, 0.0f, &A), BSK_ERR_SHAPE_MISMATCH);
+    CHECK(strcmp(bsk_last_kernel(ctx), "none") == 0);
+    bsk_destroy(ctx);
+    bsk_bsr_free(&A);
+    bsk_test_dense_free(&B);
+    bsk_test_dense_free(&C);
+    bsk_test_dense_free(&X);
+    bsk_test_dense_free(&Y);
+}
+
 BSK_TEST(api_cuda_backend_without_gpu)
 {
     if (have_device()) SKIP("a CUDA device exists");

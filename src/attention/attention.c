@@ -150,7 +150,7 @@ bsk_status bsk__attention_check(bsk_context *ctx, const bsk_attention_params *p,
     return BSK_SUCCESS;
 }
 
-bsk_status bsk_attention_forward(bsk_context *ctx, const bsk_attention_params *p)
+static bsk_status bsk_attention_forward_body(bsk_context *ctx, const bsk_attention_params *p)
 {
     bsk__attn_dims d;
     bsk_status s = bsk__attention_check(ctx, p, 1, &d);
@@ -177,7 +177,7 @@ static bsk_status check_weight(const bsk_dense *w, int64_t dim, bsk_memory m)
     return bsk__check_dense_location(w);
 }
 
-bsk_status bsk_topk_block_layout(bsk_context *ctx, const bsk_topk_params *p, bsk_attn_layout *out)
+static bsk_status bsk_topk_block_layout_body(bsk_context *ctx, const bsk_topk_params *p, bsk_attn_layout *out)
 {
     bsk_status s;
     if (!ctx || !p || !out) return BSK_ERR_NULL_POINTER;
@@ -225,4 +225,16 @@ bsk_status bsk_topk_block_layout(bsk_context *ctx, const bsk_topk_params *p, bsk
 #else
     return BSK_ERR_NO_DEVICE;
 #endif
+}
+
+bsk_status bsk_attention_forward(bsk_context *ctx, const bsk_attention_params *p)
+{
+    bsk__trace_begin(ctx, "bsk_attention_forward");
+    return bsk__trace_end(ctx, "bsk_attention_forward", bsk_attention_forward_body(ctx, p));
+}
+
+bsk_status bsk_topk_block_layout(bsk_context *ctx, const bsk_topk_params *p, bsk_attn_layout *out)
+{
+    bsk__trace_begin(ctx, "bsk_topk_block_layout");
+    return bsk__trace_end(ctx, "bsk_topk_block_layout", bsk_topk_block_layout_body(ctx, p, out));
 }

@@ -10,7 +10,7 @@ static int same_shape(const bsk_attn_tensor *a, const bsk_attn_tensor *b)
     return a->batch == b->batch && a->seq == b->seq && a->heads == b->heads && a->dim == b->dim;
 }
 
-bsk_status bsk_attention_backward(bsk_context *ctx, const bsk_attention_bwd_params *p)
+static bsk_status bsk_attention_backward_body(bsk_context *ctx, const bsk_attention_bwd_params *p)
 {
     if (!ctx || !p || !p->layout) return BSK_ERR_NULL_POINTER;
     if (!p->lse) return BSK_ERR_NULL_POINTER;
@@ -60,4 +60,10 @@ bsk_status bsk_attention_backward(bsk_context *ctx, const bsk_attention_bwd_para
 #else
     return BSK_ERR_NO_DEVICE;
 #endif
+}
+
+bsk_status bsk_attention_backward(bsk_context *ctx, const bsk_attention_bwd_params *p)
+{
+    bsk__trace_begin(ctx, "bsk_attention_backward");
+    return bsk__trace_end(ctx, "bsk_attention_backward", bsk_attention_backward_body(ctx, p));
 }

@@ -83,7 +83,7 @@ bsk_status bsk__spmm_run(bsk_context *ctx, bsk_op op, float alpha, const bsk_bsr
     return bsk_cuda_spmm(ctx, op, alpha, A, B, beta, C);
 }
 
-bsk_status bsk_spmm(bsk_context *ctx, bsk_op op, float alpha, const bsk_bsr *A, const bsk_dense *B, float beta,
+static bsk_status bsk_spmm_body(bsk_context *ctx, bsk_op op, float alpha, const bsk_bsr *A, const bsk_dense *B, float beta,
                     bsk_dense *C)
 {
     int empty;
@@ -92,7 +92,7 @@ bsk_status bsk_spmm(bsk_context *ctx, bsk_op op, float alpha, const bsk_bsr *A, 
     return bsk__spmm_run(ctx, op, alpha, A, B, beta, C);
 }
 
-bsk_status bsk_sddmm(bsk_context *ctx, float alpha, const bsk_dense *X, const bsk_dense *Y, float beta,
+static bsk_status bsk_sddmm_body(bsk_context *ctx, float alpha, const bsk_dense *X, const bsk_dense *Y, float beta,
                      bsk_bsr *out)
 {
     bsk_status s;
@@ -111,4 +111,17 @@ bsk_status bsk_sddmm(bsk_context *ctx, float alpha, const bsk_dense *X, const bs
         return bsk_cpu_sddmm(alpha, X, Y, beta, out);
     }
     return bsk_cuda_sddmm(ctx, alpha, X, Y, beta, out);
+}
+
+bsk_status bsk_spmm(bsk_context *ctx, bsk_op op, float alpha, const bsk_bsr *A, const bsk_dense *B, float beta,
+                    bsk_dense *C)
+{
+    bsk__trace_begin(ctx, "bsk_spmm");
+    return bsk__trace_end(ctx, "bsk_spmm", bsk_spmm_body(ctx, op, alpha, A, B, beta, C));
+}
+
+bsk_status bsk_sddmm(bsk_context *ctx, float alpha, const bsk_dense *X, const bsk_dense *Y, float beta, bsk_bsr *out)
+{
+    bsk__trace_begin(ctx, "bsk_sddmm");
+    return bsk__trace_end(ctx, "bsk_sddmm", bsk_sddmm_body(ctx, alpha, X, Y, beta, out));
 }

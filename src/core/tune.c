@@ -242,7 +242,7 @@ int bsk_tune_entries(const bsk_context *ctx) { return ctx && ctx->tune ? ctx->tu
 
 static void set_name(char *dst, size_t n, const char *src) { snprintf(dst, n, "%s", src ? src : ""); }
 
-bsk_status bsk_tune_spmm(bsk_context *ctx, bsk_op op, float alpha, const bsk_bsr *A, const bsk_dense *B, float beta,
+static bsk_status bsk_tune_spmm_body(bsk_context *ctx, bsk_op op, float alpha, const bsk_bsr *A, const bsk_dense *B, float beta,
                          bsk_dense *C, int iters, bsk_tune_result *result)
 {
     int empty;
@@ -277,4 +277,11 @@ bsk_status bsk_tune_spmm(bsk_context *ctx, bsk_op op, float alpha, const bsk_bsr
     set_name(r.family, sizeof r.family, bsk__tune_family_name(best));
     if (result) *result = r;
     return BSK_SUCCESS;
+}
+
+bsk_status bsk_tune_spmm(bsk_context *ctx, bsk_op op, float alpha, const bsk_bsr *A, const bsk_dense *B, float beta,
+                         bsk_dense *C, int iters, bsk_tune_result *result)
+{
+    bsk__trace_begin(ctx, "bsk_tune_spmm");
+    return bsk__trace_end(ctx, "bsk_tune_spmm", bsk_tune_spmm_body(ctx, op, alpha, A, B, beta, C, iters, result));
 }
