@@ -65,10 +65,10 @@ bsk_status bsk__check_dense_location(const bsk_dense *D);
 int bsk__mul_ok(int64_t a, int64_t b, int64_t *out);
 
 /* ---- Nsight hooks (src/core/trace.c): an NVTX range per public operation, a mark naming the kernel that ran.
-   Usage: `bsk__trace_begin(ctx, "bsk_spmm"); return bsk__trace_end(ctx, "bsk_spmm", body(...));` (end returns s).
+   Usage: `bsk__trace_begin(ctx, "bsk_spmm"); return bsk__trace_end(ctx, body(...));` (end returns the status).
    begin also sets ctx->last_kernel to "none", which the operation overwrites when it runs a kernel. */
 void bsk__trace_begin(bsk_context *ctx, const char *op);
-bsk_status bsk__trace_end(const bsk_context *ctx, const char *op, bsk_status s);
+bsk_status bsk__trace_end(const bsk_context *ctx, bsk_status s);
 
 /* ---- host element conversions (src/core/convert.c) */
 float bsk__half_to_float(uint16_t h);

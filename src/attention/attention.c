@@ -230,11 +230,11 @@ static bsk_status bsk_topk_block_layout_body(bsk_context *ctx, const bsk_topk_pa
 bsk_status bsk_attention_forward(bsk_context *ctx, const bsk_attention_params *p)
 {
     bsk__trace_begin(ctx, "bsk_attention_forward");
-    return bsk__trace_end(ctx, "bsk_attention_forward", bsk_attention_forward_body(ctx, p));
+    return bsk__trace_end(ctx, bsk_attention_forward_body(ctx, p));
 }
 
 bsk_status bsk_topk_block_layout(bsk_context *ctx, const bsk_topk_params *p, bsk_attn_layout *out)
 {
     bsk__trace_begin(ctx, "bsk_topk_block_layout");
-    return bsk__trace_end(ctx, "bsk_topk_block_layout", bsk_topk_block_layout_body(ctx, p, out));
+    return bsk__trace_end(ctx, bsk_topk_block_layout_body(ctx, p, out));
 }

@@ -65,5 +65,5 @@ static bsk_status bsk_attention_backward_body(bsk_context *ctx, const bsk_attent
 bsk_status bsk_attention_backward(bsk_context *ctx, const bsk_attention_bwd_params *p)
 {
     bsk__trace_begin(ctx, "bsk_attention_backward");
-    return bsk__trace_end(ctx, "bsk_attention_backward", bsk_attention_backward_body(ctx, p));
+    return bsk__trace_end(ctx, bsk_attention_backward_body(ctx, p));
 }

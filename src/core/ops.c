@@ -117,11 +117,11 @@ bsk_status bsk_spmm(bsk_context *ctx, bsk_op op, float alpha, const bsk_bsr *A, 
                     bsk_dense *C)
 {
     bsk__trace_begin(ctx, "bsk_spmm");
-    return bsk__trace_end(ctx, "bsk_spmm", bsk_spmm_body(ctx, op, alpha, A, B, beta, C));
+    return bsk__trace_end(ctx, bsk_spmm_body(ctx, op, alpha, A, B, beta, C));
 }
 
 bsk_status bsk_sddmm(bsk_context *ctx, float alpha, const bsk_dense *X, const bsk_dense *Y, float beta, bsk_bsr *out)
 {
     bsk__trace_begin(ctx, "bsk_sddmm");
-    return bsk__trace_end(ctx, "bsk_sddmm", bsk_sddmm_body(ctx, alpha, X, Y, beta, out));
+    return bsk__trace_end(ctx, bsk_sddmm_body(ctx, alpha, X, Y, beta, out));
 }

@@ -1,6 +1,7 @@
 /* trace.c — the Nsight hooks: every public operation that runs work (SpMM, SDDMM, attention forward and backward,
    the top-k gate, the autotuner) is an NVTX range in the "bsk" domain,
-   named after the function, with a mark inside it naming the kernel that ran ("bsk_spmm: hopper-wgmma-b128"), so
+   named after the function, with a mark inside it naming the kernel that ran ("hopper-wgmma-b128"; the status
+   string when the call failed), so
    Nsight Systems shows which call launched which kernels and what the dispatcher chose. `make nsys` records one.
    NVTX v3 is header-only (CUDA toolkit): without a tool attached each call is one indirect call to a no-op, and
    nothing is linked beyond libdl. Built without CUDA (no toolkit headers) the hooks are empty. */
@@ -8,7 +9,6 @@
 
 #ifdef BSK_WITH_CUDA
 #include <pthread.h>
-#include <stdio.h>
 #include <nvtx3/nvToolsExt.h>
 
 static nvtxDomainHandle_t domain;
@@ -33,12 +33,10 @@ void bsk__trace_begin(bsk_context *ctx, const char *op)
     nvtxDomainRangePushEx(domain, &a);
 }
 
-bsk_status bsk__trace_end(const bsk_context *ctx, const char *op, bsk_status s)
+bsk_status bsk__trace_end(const bsk_context *ctx, bsk_status s)
 {
-    char msg[128];
-    if (ctx && s == BSK_SUCCESS) snprintf(msg, sizeof msg, "%s: %s", op, ctx->last_kernel);
-    else snprintf(msg, sizeof msg, "%s: %s", op, bsk_status_string(s));
-    nvtxEventAttributes_t a = attr_of(msg);
+    /* the range names the operation; the mark is the kernel's static name (or the status): nothing formatted */
+    nvtxEventAttributes_t a = attr_of(ctx && s == BSK_SUCCESS ? bsk_last_kernel(ctx) : bsk_status_string(s));
     nvtxDomainMarkEx(domain, &a);
     nvtxDomainRangePop(domain);
     return s;
@@ -49,10 +47,9 @@ void bsk__trace_begin(bsk_context *ctx, const char *op)
     if (ctx) ctx->last_kernel = "none";
     (void)op;
 }
-bsk_status bsk__trace_end(const bsk_context *ctx, const char *op, bsk_status s)
+bsk_status bsk__trace_end(const bsk_context *ctx, bsk_status s)
 {
     (void)ctx;
-    (void)op;
     return s;
 }
 #endif

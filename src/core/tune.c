@@ -283,5 +283,5 @@ bsk_status bsk_tune_spmm(bsk_context *ctx, bsk_op op, float alpha, const bsk_bsr
                          bsk_dense *C, int iters, bsk_tune_result *result)
 {
     bsk__trace_begin(ctx, "bsk_tune_spmm");
-    return bsk__trace_end(ctx, "bsk_tune_spmm", bsk_tune_spmm_body(ctx, op, alpha, A, B, beta, C, iters, result));
+    return bsk__trace_end(ctx, bsk_tune_spmm_body(ctx, op, alpha, A, B, beta, C, iters, result));
 }
