@@ -73,6 +73,10 @@ int main(int argc, char **argv)
         else { passed++; printf("ok    %s  %.1f s\n", tests[i].name, sec); }
         fflush(stdout);
     }
+    if (from && *from) { /* the run never started: say so, rather than report 0 tests as a pass */
+        printf("BSK_TEST_FROM=%s names no test\n", from);
+        failed++;
+    }
     printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
     return failed ? 1 : 0;
 }

@@ -1,11 +1,10 @@
 /* util.c — test fixtures and float64 references, written from the definitions (not from the kernels). */
 #include <math.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include "harness.h"
 #include "../src/internal.h"
+#include "../src/cpu/cpu_internal.h" /* bsk__cpu_parallel: the references' row loops on every core */
 
 bsk_status bsk_test_gpu_probe(void)
 {
@@ -56,39 +55,36 @@ static double *bsr_dense64(const bsk_bsr *A)
 }
 
 /* the reference (mag = 0) or its magnitude |alpha|·|op(A)|·|B| + |beta|·|C_in| (mag = 1): the dense float64 sum
-   over the nonzero entries of op(A)'s row (a stored zero contributes nothing, as in the definition). The rows are
-   split between threads (the GPU suites check hundreds of cases; a one-thread strided loop was most of their time). */
+   over the nonzero entries of op(A)'s row (a stored zero contributes nothing, as in the definition). One row per
+   work item of the library's CPU thread helper (the GPU suites check hundreds of cases; a one-thread strided loop
+   was most of their time). */
 typedef struct {
     const double *a, *bt; /* op(A) m x k, B transposed n x k, both float64 */
     const bsk_dense *C_in;
     double alpha, beta;
-    int64_t m, n, k, i0, i1;
+    int64_t n, k;
     int mag;
     double *out;
 } ref_spmm_job;
 
-static void *ref_spmm_rows(void *arg)
+static void ref_spmm_row(void *arg, int64_t i, float *ws)
 {
     const ref_spmm_job *J = (const ref_spmm_job *)arg;
-    int64_t *nz = (int64_t *)malloc((size_t)(J->k + 1) * sizeof *nz);
-    for (int64_t i = J->i0; i < J->i1 && nz; i++) {
-        const double *ar = J->a + i * J->k;
-        int64_t cnt = 0;
-        for (int64_t p = 0; p < J->k; p++)
-            if (ar[p] != 0.0) nz[cnt++] = p;
-        for (int64_t j = 0; j < J->n; j++) {
-            const double *br = J->bt + j * J->k;
-            double acc = 0;
-            for (int64_t q = 0; q < cnt; q++) {
-                const double v = ar[nz[q]] * br[nz[q]];
-                acc += J->mag ? fabs(v) : v;
-            }
-            const double c = J->beta != 0.0 ? J->beta * bsk__load(J->C_in->data, J->C_in->dtype, i * J->C_in->ld + j) : 0.0;
-            J->out[i * J->n + j] = J->mag ? fabs(J->alpha) * acc + fabs(c) : J->alpha * acc + c;
+    int64_t *nz = (int64_t *)(void *)ws; /* k + 1 indices: the workspace holds 2 (k + 1) floats */
+    const double *ar = J->a + i * J->k;
+    int64_t cnt = 0;
+    for (int64_t p = 0; p < J->k; p++)
+        if (ar[p] != 0.0) nz[cnt++] = p;
+    for (int64_t j = 0; j < J->n; j++) {
+        const double *br = J->bt + j * J->k;
+        double acc = 0;
+        for (int64_t q = 0; q < cnt; q++) {
+            const double v = ar[nz[q]] * br[nz[q]];
+            acc += J->mag ? fabs(v) : v;
         }
+        const double c = J->beta != 0.0 ? J->beta * bsk__load(J->C_in->data, J->C_in->dtype, i * J->C_in->ld + j) : 0.0;
+        J->out[i * J->n + j] = J->mag ? fabs(J->alpha) * acc + fabs(c) : J->alpha * acc + c;
     }
-    free(nz);
-    return NULL;
 }
 
 static void ref_spmm(bsk_op op, double alpha, const bsk_bsr *A, const bsk_dense *B, double beta, const bsk_dense *C_in,
@@ -104,24 +100,11 @@ static void ref_spmm(bsk_op op, double alpha, const bsk_bsr *A, const bsk_dense 
     double *bt = (double *)malloc((size_t)(n * k + 1) * sizeof *bt);
     for (int64_t p = 0; bt && p < k; p++)
         for (int64_t j = 0; j < n; j++) bt[j * k + p] = bsk__load(B->data, B->dtype, p * B->ld + j);
-    enum { MAXT = 32 };
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    int nt = (int)(cpus < 1 ? 1 : cpus > MAXT ? MAXT : cpus);
-    if (m * n * k < (1 << 22)) nt = 1;
-    ref_spmm_job jobs[MAXT];
-    pthread_t th[MAXT];
-    int started[MAXT] = {0};
-    for (int t = 0; t < nt; t++) {
-        jobs[t] = (ref_spmm_job){a, bt, C_in, alpha, beta, m, n, k, m * t / nt, m * (t + 1) / nt, mag, out};
-        if (!a || !bt) jobs[t].i1 = jobs[t].i0;
-        started[t] = t > 0 && pthread_create(&th[t], NULL, ref_spmm_rows, &jobs[t]) == 0;
-    }
-    ref_spmm_rows(&jobs[0]);
-    for (int t = 1; t < nt; t++) {
-        if (started[t]) pthread_join(th[t], NULL);
-        else ref_spmm_rows(&jobs[t]);
-    }
-    if (!a || !bt)
+    ref_spmm_job job = {a, bt, C_in, alpha, beta, n, k, mag, out};
+    const int ok = a && bt &&
+                   bsk__cpu_parallel(bsk__cpu_threads(m, 2.0 * (double)m * (double)n * (double)k), m, ref_spmm_row, &job,
+                                     2 * (k + 1)) == BSK_SUCCESS;
+    if (!ok)
         for (int64_t i = 0; i < m * n; i++) out[i] = NAN; /* out of host memory: the check fails, never passes */
     if (a != a0) free(a);
     free(a0);
