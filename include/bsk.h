@@ -489,7 +489,8 @@ BSK_API bsk_status bsk_attn_layout_tiles(const bsk_attn_layout *L, int64_t *full
      q, o: batch x seq_q x heads x dim;  k, v: batch x seq_k x kv_heads x dim; heads % kv_heads == 0.
      dtype: F16 or BF16 (F32 also accepted: CPU and the CUDA-core GPU kernel); the same for q, k, v, o.
      dim: 1..512 (GPU tensor-core kernels: 64 and 128 with 16-byte aligned rows, i.e. data aligned to 16
-          bytes and strides multiples of 8; anything else runs the CUDA-core kernel).
+          bytes and strides multiples of 8, and 256 on the mma.sync kernel where the GPU has the shared memory
+          (cc >= 9.0; an A100 for 64-row query blocks); anything else runs the CUDA-core kernel).
      scale: finite; 0 means 1/sqrt(dim).
      kv_lens: NULL, or batch int32 key lengths in [0, seq_k] (host-checked; clamped on the device).
      lse: NULL (not saved) or batch*heads*seq_q float32 (packed), in the same memory as the tensors.

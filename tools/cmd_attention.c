@@ -518,7 +518,7 @@ int cmd_attention(int argc, char **argv)
         CLI_OPT_INT("batch", &B, 1, 64, "batch"),
         CLI_OPT_INT("heads", &H, 1, 128, "heads"),
         CLI_OPT_INT("seq", &S, 128, 131072, "sequence length"),
-        CLI_OPT_STR("dims", &dims_s, "head dims, e.g. 128,64"),
+        CLI_OPT_STR("dims", &dims_s, "head dims 64..256, e.g. 128,64 (256: the mma.sync kernel)"),
         CLI_OPT_STR("densities", &dens_s, "tile densities, e.g. 0.10,0.25,0.50,1.0"),
         CLI_OPT_FLAG("variants", &variants, "also time the other builds of the 128-row kernel (see attention_fwd.cu)"),
         CLI_OPT_FLAG("quick", &quick, "S=2048, one iteration"),
@@ -540,7 +540,7 @@ int cmd_attention(int argc, char **argv)
     if (npos == 1 && strcmp(pos[0], "bench") != 0) return cli_usage_error("attention", "unknown argument '%s'", pos[0]);
     int64_t dims[MAXD_ATTN_LIST];
     double dens[8];
-    int nd = cli_list_int("attention", "dims", dims_s, 64, 128, dims, MAXD_ATTN_LIST);
+    int nd = cli_list_int("attention", "dims", dims_s, 64, 256, dims, MAXD_ATTN_LIST);
     int ndens = cli_list_real("attention", "densities", dens_s, 0.001, 1.0, dens, 8);
     if (nd < 0 || ndens < 0) return CLI_USAGE;
     if (quick) { S = 2048; iters = 1; warmup = 1; seq_iters = 1; }

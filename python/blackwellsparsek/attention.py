@@ -556,7 +556,8 @@ def block_sparse_attention(q, k, v, layout, causal=None, scale=None, layout_orde
     with seq_k and kv_heads, where kv_heads divides heads (GQA / MQA: consecutive query heads share a key/value
     head). Any strides with a contiguous head dimension (slices of a packed QKV tensor work as they are).
     fp16 / bf16 (fp32 too: CPU and the GPU's CUDA-core kernel); accumulation in fp32; dim 1..512 (the GPU's
-    tensor-core kernels: dim 64 / 128, block_q 64 / 128, block_k a multiple of 64).
+    tensor-core kernels: dim 64 / 128, and 256 on the mma.sync kernel of an H100 / H200 (an A100: block_q 64),
+    block_q 64 / 128, block_k a multiple of 64).
 
     layout: an AttnLayout (its batch / heads 1 or q's), or a FlexAttention BlockMask (converted with
     AttnLayout.from_block_mask; see there what of its mask_mod is honoured).
