@@ -16,8 +16,11 @@ using namespace bsk_hopper;
    bsk__attn_variant 0 and 4 run the default (6 too, on 3 CTAs: many items per CTA, for the tests); 5, 7 and 8 are
    builds kept for same-run A/B timings, which the GPU's power state makes necessary (bench/attention_ab.py times
    them round-robin; bsk attention --compare times 5 and 7 beside the default).
-   D=128: default XB | LR | SPLIT | OV | DT (session 4: +7 % dense over XB | LR | SPLIT, ahead of cuDNN in the same
-   round-robin); 5 = the session-3 default XB | LR | SPLIT, 7 = default + TR, 8 = default + NP.
+   D=128: default XB | LR | SPLIT | OV | DT | NP (session 4: XB | LR | SPLIT | OV | DT +7 % dense over XB | LR |
+   SPLIT, ahead of cuDNN in the same round-robin; session 11, H200, three round-robin runs of 30-40 rounds in both
+   orders: NP (no ping-pong turns between the consumer warpgroups) +0.3-0.5 % at d 0.1, +2-6 % at d 0.25, +2 % at
+   d 0.5 and dense); 5 = the session-3 default XB | LR | SPLIT, 7 = default + TR, 8 = default without NP (the
+   session-4 default).
    D=64: default XB | EW | NP (session 7: +3 to +4 % non-causal, +6 % causal over XB, the session-6 default, in
    the final run; +2 to +4 % in three earlier runs: the early waits take the loop top's latency off each
    warpgroup's chain, and without the ping-pong turns that gains); 5 = XB
@@ -25,9 +28,9 @@ using namespace bsk_hopper;
    OV, DT, LR, PB (session 4), PS (session 6, commit 0249890), EP (exponentials on the FMA pipe, session 6 helper
    2, commit 7e6c7ae), OW (turn opened only after the GEMMs completed), SS (P·V from shared memory) (session 7,
    docs/attention-notes.md). */
-static const int ATTN_DEFAULT_128 = ATTN_XB | ATTN_LR | ATTN_SPLIT | ATTN_OV | ATTN_DT;
+static const int ATTN_DEFAULT_128 = ATTN_XB | ATTN_LR | ATTN_SPLIT | ATTN_OV | ATTN_DT | ATTN_NP;
 static const int ATTN_V5_128 = ATTN_XB | ATTN_LR | ATTN_SPLIT, ATTN_V7_128 = ATTN_DEFAULT_128 | ATTN_TR,
-                 ATTN_V8_128 = ATTN_DEFAULT_128 | ATTN_NP;
+                 ATTN_V8_128 = ATTN_DEFAULT_128 & ~ATTN_NP;
 static const int ATTN_DEFAULT_64 = ATTN_XB | ATTN_EW | ATTN_NP;
 static const int ATTN_V5_64 = ATTN_XB, ATTN_V7_64 = ATTN_XB | ATTN_EW | ATTN_NP | ATTN_SPLIT,
                  ATTN_V8_64 = ATTN_XB | ATTN_EW | ATTN_NP | ATTN_TR;

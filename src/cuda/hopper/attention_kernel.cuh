@@ -17,9 +17,10 @@
        O += P_{t-1}·V_{t-1} (wgmma m64nDk16 with P as the A operand in registers, V N-major from shared
        memory); then the softmax of S_t runs while the P·V GEMM is still in the tensor cores (FA3's
        intra-warpgroup overlap — only with ATTN_OV: without it ptxas hoists the P·V wait above the softmax).
-       The two consumers take turns issuing (two named barriers: FA3's ping-pong), so one warpgroup's
-       softmax overlaps the other's GEMMs — at D=128; the D=64 default issues without turns (ATTN_NP) and waits
-       for the next slot's tiles while its GEMMs run (ATTN_EW), measured faster there (session 7).
+       With the ping-pong (the builds without ATTN_NP) the two consumers take turns issuing (two named
+       barriers, as FA3), so one warpgroup's softmax overlaps the other's GEMMs; both defaults now issue
+       without turns (ATTN_NP: the tensor pipe interleaves the two warpgroups' GEMMs by itself), measured faster
+       at D=64 with early waits (ATTN_EW, session 7) and at D=128 (session 11, +2 % on an H200).
    Softmax is online, fp32, in base 2 with the scale folded into one FFMA (the launcher only sends
    positive scales here), exactly the masking rule of attention_fwd.cu: inside a tile that crosses kv_len
    or the causal diagonal, key x is hidden from row y iff x >= kv_len - k0 or (causal) x > y + q0 + off - k0.
