@@ -758,16 +758,30 @@ __global__ void __launch_bounds__(384, 1)
 #pragma unroll
                 for (int j = 0; j < KC; ++j) {
                     const int mj = (masks >> (j * R)) & CF::RMASK;
+                    if constexpr (CF::KO) {
 #pragma unroll
-                    for (int x = 0; x < R / CF::RG * CF::KS; ++x) {
-                        /* the group of row slots q*RG .. q*RG+RG-1, k16 step ks */
-                        const int q = CF::KO ? x % (R / CF::RG) : x / CF::KS, ks = CF::KO ? x / (R / CF::RG) : x % CF::KS;
-                        const int r = q * CF::RG;
-                        const uint32_t ab = st + CF::B_BYTES + (uint32_t)((j * R + r) * CF::BLK_BYTES);
-                        SMmaSS<BS * CF::RG, DT>::run(&acc[r * AW],
-                                                     smem_desc(st + (uint32_t)c * CF::SUB_BYTES + (uint32_t)(j * BS + 16 * ks) * 128u,
-                                                               8192u, 1024u),
-                                                     smem_desc_swz(ab + 32u * ks, 16u, CF::A_SBO, CF::A_SWZ), (mj >> r) & CF::GMASK);
+                        for (int x = 0; x < R / CF::RG * CF::KS; ++x) { /* k16 step outer, row group inner */
+                            const int q = x % (R / CF::RG), ks = x / (R / CF::RG), r = q * CF::RG;
+                            const uint32_t ab = st + CF::B_BYTES + (uint32_t)((j * R + r) * CF::BLK_BYTES);
+                            SMmaSS<BS * CF::RG, DT>::run(&acc[r * AW],
+                                                         smem_desc(st + (uint32_t)c * CF::SUB_BYTES + (uint32_t)(j * BS + 16 * ks) * 128u,
+                                                                   8192u, 1024u),
+                                                         smem_desc_swz(ab + 32u * ks, 16u, CF::A_SBO, CF::A_SWZ), (mj >> r) & CF::GMASK);
+                        }
+                    } else {
+                        /* row group outer, k16 step inner, as two nested loops: the one flat loop of both orders
+                           (session 9) cost 4-5 % at b32 d 0.5 (RG 1; session 11 bisect) */
+#pragma unroll
+                        for (int q = 0; q < R / CF::RG; ++q) { /* the group of row slots q*RG .. q*RG+RG-1 */
+                            const int r = q * CF::RG;
+                            const uint32_t ab = st + CF::B_BYTES + (uint32_t)((j * R + r) * CF::BLK_BYTES);
+#pragma unroll
+                            for (int ks = 0; ks < CF::KS; ++ks)
+                                SMmaSS<BS * CF::RG, DT>::run(&acc[r * AW],
+                                                             smem_desc(st + (uint32_t)c * CF::SUB_BYTES + (uint32_t)(j * BS + 16 * ks) * 128u,
+                                                                       8192u, 1024u),
+                                                             smem_desc_swz(ab + 32u * ks, 16u, CF::A_SBO, CF::A_SWZ), (mj >> r) & CF::GMASK);
+                        }
                     }
                 }
             } else {
