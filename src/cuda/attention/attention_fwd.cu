@@ -302,10 +302,14 @@ __global__ void __launch_bounds__(128) attn_simt(const AttnArgs a, int64_t rows)
     }
 }
 
+/* dynamic shared memory of attn_mma: the Q tile (rows = 16 * MT * WARPS query rows) + two K and two V stages of 64
+   keys, 2-byte elements */
+constexpr size_t mma_smem(int rows, int D) { return (size_t)(rows + 4 * 64) * D * 2; }
+
 template <typename T, int D, int WARPS, int MT, int MINB>
 bsk_status launch_mma(const AttnArgs &a, int64_t ctas, cudaStream_t stream)
 {
-    const int smem = (16 * MT * WARPS + 4 * 64) * D * 2;
+    const int smem = (int)mma_smem(16 * MT * WARPS, D);
     static int opted_in = 0; /* once per instantiation (one process, one device in practice) */
     if (!opted_in) {
         bsk_status s = opt_in(attn_mma<T, D, WARPS, MT, MINB>, smem);
@@ -333,7 +337,7 @@ bsk_status launch_mma_bq(const AttnArgs &a, int64_t ctas, cudaStream_t stream)
 
 /* Head dim 256 (session 10): one build per query block, 16 rows per warp (MT = 1: the O accumulators alone are 128
    registers per thread), one CTA per SM; shared memory (block_q + 256) x 256 x 2 bytes: 160 KB at block_q 64, 192 KB
-   at 128 (mma_smem below; the launcher declines to the CUDA-core kernel where the GPU has less). */
+   at 128 (mma_smem; the launcher declines to the CUDA-core kernel where the GPU has less). */
 template <typename T>
 bsk_status launch_mma_d(const AttnArgs &a, int64_t ctas, cudaStream_t stream)
 {
@@ -341,9 +345,6 @@ bsk_status launch_mma_d(const AttnArgs &a, int64_t ctas, cudaStream_t stream)
         return a.block_q == 64 ? launch_mma<T, 256, 4, 1, 1>(a, ctas, stream) : launch_mma<T, 256, 8, 1, 1>(a, ctas, stream);
     return a.dim == 64 ? launch_mma_bq<T, 64>(a, ctas, stream) : launch_mma_bq<T, 128>(a, ctas, stream);
 }
-
-/* dynamic shared memory of the build launch_mma_d picks for D = 256 (Q tile + two K and two V stages of 64 keys) */
-inline size_t mma_smem_256(int block_q) { return (size_t)(block_q + 4 * 64) * 256 * 2; }
 
 } // namespace
 
@@ -363,7 +364,7 @@ extern "C" bsk_status bsk_cuda_attention_forward(bsk_context *ctx, const bsk_att
     for (int t = 0; t < 4; t++) vec_ok &= row_ok(ts[t]);
     int64_t ctas = d->batch * d->heads * d->mq;
     int mma_ok = !bsk__attn_simt_forced && st->cc_major >= 8 && p->q.dtype != BSK_F32 &&
-                 (d->dim == 64 || d->dim == 128 || (d->dim == 256 && mma_smem_256(L->block_q) <= st->smem_optin)) &&
+                 (d->dim == 64 || d->dim == 128 || (d->dim == 256 && mma_smem(L->block_q, 256) <= st->smem_optin)) &&
                  (L->block_q == 64 || L->block_q == 128) && L->block_k % 64 == 0 && vec_ok && ctas <= INT32_MAX;
     /* Hopper (cc 9.0): the TMA + wgmma kernel first (src/cuda/hopper/attention_hopper.cu; it declines what it does
        not take: block sizes other than 128, negative scales, strides TMA cannot express). bsk__attn_variant 0
