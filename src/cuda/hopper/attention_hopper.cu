@@ -21,19 +21,21 @@ using namespace bsk_hopper;
    orders: NP (no ping-pong turns between the consumer warpgroups) +0.3-0.5 % at d 0.1, +2-6 % at d 0.25, +2 % at
    d 0.5 and dense); 5 = the session-3 default XB | LR | SPLIT, 7 = default + TR, 8 = default without NP (the
    session-4 default).
-   D=64: default XB | EW | NP (session 7: +3 to +4 % non-causal, +6 % causal over XB, the session-6 default, in
-   the final run; +2 to +4 % in three earlier runs: the early waits take the loop top's latency off each
-   warpgroup's chain, and without the ping-pong turns that gains); 5 = XB
-   (the session-6 default), 7 = XB | EW | NP | SPLIT, 8 = XB | EW | NP | TR. Measured slower at D=64 and removed:
-   OV, DT, LR, PB (session 4), PS (session 6, commit 0249890), EP (exponentials on the FMA pipe, session 6 helper
-   2, commit 7e6c7ae), OW (turn opened only after the GEMMs completed), SS (P·V from shared memory) (session 7,
-   docs/attention-notes.md). */
+   D=64: default XB | EW | NP | DT (session 7: XB | EW | NP +3 to +4 % non-causal, +6 % causal over XB, the
+   session-6 default: the early waits take the loop top's latency off each warpgroup's chain, and without the
+   ping-pong turns that gains; session 12, H200: DT on top +4.1 to +5.3 % in two round-robin runs of 30 rounds in
+   both orders, +3.8 to +4.1 % non-causal and +2.4 to +3.4 % causal in the C bench alternated — fewer issue slots
+   per tile now that nothing else binds; DT alone on XB was -2 % in session 4); 5 = XB | EW | NP (the session-7
+   default), 7 = default | LR (-5 %), 8 = default | SPLIT (level). Measured slower at D=64 and removed: OV (-6 % on
+   EW | NP too, session 12), PB (session 4), PS (session 6, commit 0249890), EP (exponentials on the FMA pipe,
+   session 6 helper 2, commit 7e6c7ae), OW (turn opened only after the GEMMs completed), SS (P·V from shared
+   memory) (session 7, docs/attention-notes.md). */
 static const int ATTN_DEFAULT_128 = ATTN_XB | ATTN_LR | ATTN_SPLIT | ATTN_OV | ATTN_DT | ATTN_NP;
 static const int ATTN_V5_128 = ATTN_XB | ATTN_LR | ATTN_SPLIT, ATTN_V7_128 = ATTN_DEFAULT_128 | ATTN_TR,
                  ATTN_V8_128 = ATTN_DEFAULT_128 & ~ATTN_NP;
-static const int ATTN_DEFAULT_64 = ATTN_XB | ATTN_EW | ATTN_NP;
-static const int ATTN_V5_64 = ATTN_XB, ATTN_V7_64 = ATTN_XB | ATTN_EW | ATTN_NP | ATTN_SPLIT,
-                 ATTN_V8_64 = ATTN_XB | ATTN_EW | ATTN_NP | ATTN_TR;
+static const int ATTN_DEFAULT_64 = ATTN_XB | ATTN_EW | ATTN_NP | ATTN_DT;
+static const int ATTN_V5_64 = ATTN_XB | ATTN_EW | ATTN_NP, ATTN_V7_64 = ATTN_DEFAULT_64 | ATTN_LR,
+                 ATTN_V8_64 = ATTN_DEFAULT_64 | ATTN_SPLIT;
 
 /* A strided attention tensor as the 4-D TMA view (dim, seq, head, batch), boxes of 64 x box_rows x 1 x 1
    (128 bytes wide: the 128-byte swizzle's limit), zero-filled outside. A dimension of extent 1 whose stride
