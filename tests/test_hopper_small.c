@@ -428,11 +428,12 @@ BSK_TEST(gpu_hopper_small_declines)
     bsk__hopper_small_tune = small_saved;
 }
 
-/* The library's own choice (force = 0): below the density crossover (b32 0.07, b16 0.03: the portable kernel
-   is faster there) or with fewer 256 x 128 items than half the SMs (the portable kernel's smaller tiles fill the
-   GPU) the small-block kernel declines and the portable one answers, else the small-block kernel runs; either way
-   the result is right. Densities sit clear of the thresholds (b16 0.02: one block per row of 40, 0.025); the item
-   rule is evaluated with this GPU's SM count. */
+/* The library's own choice (force = 0): below the density crossover (b32 0.02, b16 0.03: the portable kernel
+   is faster there), with fewer 256 x 128 items than half the SMs (the portable kernel's smaller tiles fill the
+   GPU), or at b16 below d 0.06 with fewer items than two per SM, the small-block kernel declines and the portable
+   one answers, else the small-block kernel runs; either way the result is right. Densities sit clear of the
+   thresholds (bsk_bsr_random keeps round(d · mb · nb) blocks: b32 0.01, b16 0.02 and 0.045 exactly); the item rules
+   are evaluated with this GPU's SM count. */
 BSK_TEST(gpu_hopper_small_dispatch)
 {
     bsk_context *ctx = NULL;
@@ -443,12 +444,13 @@ BSK_TEST(gpu_hopper_small_dispatch)
     REQUIRE_OK(bsk_device_query(&info));
     /* rows: 2560 (10 items of 256 rows) or 48 blocks; N 1024 (8 column tiles) or 256 (2) */
     const struct { int b; double d; int64_t M, N; int dense_enough; } cases[] = {
-        {32, 0.04, 2560, 1024, 0}, {32, 0.30, 2560, 1024, 1}, {16, 0.02, 2560, 1024, 0}, {16, 0.35, 2560, 1024, 1},
-        {32, 0.30, 32 * 48, 256, 1}, {16, 0.35, 16 * 48, 256, 1}};
+        {32, 0.01, 2560, 1024, 0}, {32, 0.30, 2560, 1024, 1}, {16, 0.02, 2560, 1024, 0}, {16, 0.35, 2560, 1024, 1},
+        {16, 0.045, 2560, 1024, 1}, {32, 0.30, 32 * 48, 256, 1}, {16, 0.35, 16 * 48, 256, 1}};
     for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++) {
         const int b = cases[i].b;
         const int64_t items = (cases[i].M / b + 256 / b - 1) / (256 / b) * ((cases[i].N + 127) / 128);
-        const int small = cases[i].dense_enough && 2 * items >= info.multiprocessors;
+        const int few16 = b == 16 && cases[i].d < 0.06 && items < 2 * (int64_t)info.multiprocessors;
+        const int small = cases[i].dense_enough && 2 * items >= info.multiprocessors && !few16;
         bsk_bsr A = spmm_random_bsr(cases[i].M, (int64_t)b * 40, b, cases[i].d, BSK_PATTERN_UNIFORM, BSK_F16);
         run_case(t, ctx, &A, cases[i].N, 0, 0, BSK_F16, 1.0f, 0.0f, small ? small_name(b) : NULL);
         if (!small) CHECK(strcmp(bsk_last_kernel(ctx), small_name(b)) != 0);

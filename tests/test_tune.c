@@ -349,7 +349,7 @@ BSK_TEST(gpu_tune_forced_family)
     double err = spmm_gpu_case(t, ctx, BSK_OP_N, &A, 256, 0, 0, BSK_F16, 1.0f, 0.0f,
                                hopper ? "hopper-wgmma-b32s" : "cuda-mma");
     CHECK_REL(err, bsk_tol(BSK_F16, BSK_F16));
-    /* without the table, the default at this density is the portable kernel */
+    /* without the table, the default at this size (4 items of 256 x 128) is the portable kernel */
     bsk_tune_clear(ctx);
     err = spmm_gpu_case(t, ctx, BSK_OP_N, &A, 256, 0, 0, BSK_F16, 1.0f, 0.0f, "cuda-mma");
     CHECK_REL(err, bsk_tol(BSK_F16, BSK_F16));

@@ -51,8 +51,15 @@ typedef SmallCfg<32, 2, 4, true, 1, 4, 4, true> Cfg32g4k;
    0.742 / 0.779; BS 16 d 0.13 2.64 / 2.53, d 0.16 2.80 / 3.10 -> crossovers near d 0.067 and 0.139 (interpolated;
    session 4's kernel: 0.09 and 0.18). BS 16 with 4 rows per wgmma (session 9, run 2): d 0.03 0.575 / 0.659, d 0.04
    0.695 / 0.845, d 0.05 0.807 / 1.033, d 0.07 0.993 / 1.401 -> the crossover is below 0.03 (not measured lower);
-   BS 32 (2 rows per wgmma below d 0.3, 8 % faster at d 0.1) keeps 0.07. */
-static const double MIN_DENSITY_B32 = 0.07, MIN_DENSITY_B16 = 0.03;
+   BS 32 (2 rows per wgmma below d 0.3, 8 % faster at d 0.1) kept 0.07 until session 12, whose bsk tune runs (H100
+   and H200, 8192^3 and 32768 x 4096 x 4096, fp16) found this kernel ahead at every density measured below it: d 0.02
+   / 0.04 / 0.06 1.08 / 1.08 / 1.12x the portable kernel at 8192^3 and 1.26 / 1.20 / 1.21x at the MoE shape (H100),
+   1.09-1.14x and 1.21-1.26x (H200; bench/results/tune_small_blocks_*_s12.txt) -> 0.02, the lowest density measured. */
+static const double MIN_DENSITY_B32 = 0.02, MIN_DENSITY_B16 = 0.03;
+/* BS 16 with few items: below this density and with fewer than 2 items per SM the portable kernel is faster (bsk
+   tune, session 12, d 0.05: 2048^3 (128 items) 1.22x on the H100, 1.19x on the H200; 4096 x 2048 x 2048 (256 items)
+   1.04 / 1.05x; at d 0.1 this kernel is level or ahead). */
+static const double MIN_DENSITY_B16_FEW_ITEMS = 0.06;
 
 /* Rows per wgmma by default (session 9, H100, 8192^3 fp16, same run, alternated; ms RG 1 / 2 / 4 / 8 at b32, RG 1 /
    4 / 8 / 16 at b16): b32 d 0.1 0.850 / 0.783 / 0.830 / 0.901, d 0.25 1.349 / 1.336 / 1.423 / 1.462, d 0.5 1.651 /
@@ -208,6 +215,7 @@ bsk_status bsk_hopper_spmm_small(bsk_context *ctx, bsk_op op, float alpha, const
     const int R = b == 32 ? Cfg32::R : Cfg16::R; /* block rows per item (256 rows) */
     const int64_t items = (bsk_bsr_mb(A) + R - 1) / R * ((C->cols + Cfg32::BN - 1) / Cfg32::BN);
     if (choose && 2 * items < st->sms) return BSK_ERR_UNSUPPORTED;
+    if (choose && b == 16 && items < 2 * (int64_t)st->sms && density < MIN_DENSITY_B16_FEW_ITEMS) return BSK_ERR_UNSUPPORTED;
     const int bf = A->dtype == BSK_BF16;
     const char *name = b == 32 ? "hopper-wgmma-b32s" : "hopper-wgmma-b16s";
     if (b == 32) {
