@@ -8,7 +8,8 @@
    --rg (rows per wgmma: 1 and the grouped shapes alternated, 8192^3 b 32 / 16 and 2048^3 b32, d .1 .25 .5),
    --rgdiag (rows per wgmma 1 vs grouped with the consumers idle / no loads, and on 66 CTAs), --run2 (session 9 run 2:
    b32 k16-steps-outer experiment (variants 5 / 6) vs RG 1 / 2 / the default; 2048^3 b16 RG 1 / 4 / 16 / default;
-   8192^3 b16 default vs portable at low densities).
+   8192^3 b16 default vs portable at low densities), --alias (session 12: the aliased-A-slot timing build, variant 7,
+   vs the default at b32 d .05 .1 .25 .5).
    Built and run by bench/small_probe.sh on the device machine. Helpers: bench/probe_util.h. */
 #include "probe_util.h"
 
@@ -48,7 +49,7 @@ typedef struct {
 
 int main(int argc, char **argv)
 {
-    int ab = 0, diag = 0, prof = 0, s2048 = 0, cross = 0, rgs = 0, rgdiag = 0, run2 = 0;
+    int ab = 0, diag = 0, prof = 0, s2048 = 0, cross = 0, rgs = 0, rgdiag = 0, run2 = 0, alias = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--ab")) ab = 1;
         else if (!strcmp(argv[i], "--diag")) diag = 1;
@@ -58,6 +59,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--rg")) rgs = 1;
         else if (!strcmp(argv[i], "--rgdiag")) rgdiag = 1;
         else if (!strcmp(argv[i], "--run2")) run2 = 1;
+        else if (!strcmp(argv[i], "--alias")) alias = 1;
         else if (!strcmp(argv[i], "--iters") && i + 1 < argc) ITERS = atoi(argv[++i]);
     }
     if (ITERS < 1 || ITERS > 256) ITERS = 20;
@@ -159,6 +161,12 @@ int main(int argc, char **argv)
         const double c16[4] = {0.03, 0.04, 0.05, 0.07};
         for (int di = 0; di < 4; di++)
             for (int k = 0; k < 4; k++) ADD(.b = 16, .d = c16[di], .v = k == 0 || k == 3 ? -1 : 0, .size = 8192);
+    }
+    if (alias) { /* session 12: variant 7 (the A slots of a stage's two entries aliased: 32 KB stages, 6 deep; results
+                    wrong, timing only) vs the default, alternated 0 7 7 0, b32 8192^3 */
+        const double da[4] = {0.05, 0.10, 0.25, 0.50};
+        for (int di = 0; di < 4; di++)
+            for (int k = 0; k < 4; k++) ADD(.b = 32, .d = da[di], .v = k == 1 || k == 2 ? 7 : 0, .rg = 2, .size = 8192);
     }
     if (s2048) {
         for (int di = 0; di < 3; di++)

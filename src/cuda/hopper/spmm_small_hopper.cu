@@ -44,6 +44,9 @@ typedef SmallCfg<16, 2, 7, true, 4, 4, 16> Cfg16g16;
 /* Experiment (fp16 input, variants 5 / 6): b32 2 / 4 rows per wgmma, k16 steps outer (SmallCfg::KO). */
 typedef SmallCfg<32, 2, 4, true, 1, 4, 2, true> Cfg32g2k;
 typedef SmallCfg<32, 2, 4, true, 1, 4, 4, true> Cfg32g4k;
+/* Timing experiment (fp16, variant 7, results wrong): RG 2 with the two entries' A slots aliased (32 KB stages), 6
+   stages — does the ring depth bound b32 at low density? (session 12) */
+typedef SmallCfg<32, 2, 6, true, 1, 4, 2, false, 8> Cfg32a;
 
 /* Below these block densities (nnzb / (mb * nb)) the portable mma.sync kernel is faster, so this kernel declines
    (bsk__hopper_small_tune.force takes every case; the tests use it). Measured at 8192^3 fp16 on an H100, same run,
@@ -225,6 +228,7 @@ bsk_status bsk_hopper_spmm_small(bsk_context *ctx, bsk_op op, float alpha, const
         if (v == 4 && !bf) return by_out_f16<Cfg32p2>(ctx, st, A, B, alpha, beta, C, name);
         if (v == 5 && !bf) return by_out_f16<Cfg32g2k>(ctx, st, A, B, alpha, beta, C, name);
         if (v == 6 && !bf) return by_out_f16<Cfg32g4k>(ctx, st, A, B, alpha, beta, C, name);
+        if (v == 7 && !bf) return by_out_f16<Cfg32a>(ctx, st, A, B, alpha, beta, C, name);
         if (rg == 2) return by_out<Cfg32g2>(ctx, st, bf, A, B, alpha, beta, C, name);
         if (rg == 4) return by_out<Cfg32g4>(ctx, st, bf, A, B, alpha, beta, C, name);
         if (rg == 8) return by_out<Cfg32g8>(ctx, st, bf, A, B, alpha, beta, C, name);

@@ -104,7 +104,8 @@ enum { SM_LAST = 1, SM_END = 2 };
 
 /* Compile-time shape. KC union entries (block columns) per stage; R = 256 / BS rows per group. A stage is
    [B box, consumer 0's 64 columns: KC*BS rows x 128 bytes][the same for consumer 1][A slots: KC x R blocks]. */
-template <int BS_, int KC_, int STAGES_, bool SS_ = true, int EPR_ = 64 / BS_, int PW_ = 1, int RG_ = 1, bool KO_ = false>
+template <int BS_, int KC_, int STAGES_, bool SS_ = true, int EPR_ = 64 / BS_, int PW_ = 1, int RG_ = 1, bool KO_ = false,
+          int AS_ = 0>
 struct SmallCfg {
     static constexpr int BS = BS_;
     /* SS: Bᵀ read by wgmma from the B box in shared memory (trans-a) and each stage's wgmma group left in flight
@@ -134,7 +135,12 @@ struct SmallCfg {
     static constexpr int SUB_BYTES = KC_ * BS_ * 128; /* one consumer's B box(es)                         */
     static constexpr int B_BYTES = 2 * SUB_BYTES;
     static constexpr int BLK_BYTES = BS_ * BS_ * 2;
-    static constexpr int A_BYTES = KC_ * R * BLK_BYTES;
+    /* AS (timing experiment, results wrong): A slots per stage; the KC entries' row slots alias modulo AS, so a
+       stage is as large as the compact A region of a sparse stage would be (session 12). 0: KC * R, no alias. */
+    static constexpr int A_SLOTS = AS_ ? AS_ : KC_ * R;
+    static_assert(A_SLOTS % R == 0 && A_SLOTS <= KC_ * R, "AS: whole entries' worth of row slots");
+    static __device__ __forceinline__ uint32_t aslot(int k) { return (uint32_t)(k % A_SLOTS); }
+    static constexpr int A_BYTES = A_SLOTS * BLK_BYTES;
     static constexpr int STAGE_BYTES = B_BYTES + A_BYTES;
     static_assert(STAGE_BYTES % 1024 == 0, "stages stay 1024-byte aligned (128-byte swizzle of the B boxes)");
     static constexpr int ENTRY_B_BYTES = 2 * BS_ * 128; /* the B bytes of one entry (both consumers)        */
@@ -668,7 +674,7 @@ __global__ void __launch_bounds__(384, 1)
                             const uint32_t k = (uint32_t)(__ffs((int)z) - 1);
 #pragma unroll
                             for (int o = 0; o < CF::BLK_BYTES; o += 512)
-                                st_shared_zero16(zst + k * (uint32_t)CF::BLK_BYTES + (uint32_t)o + 16u * (uint32_t)lane);
+                                st_shared_zero16(zst + CF::aslot((int)k) * (uint32_t)CF::BLK_BYTES + (uint32_t)o + 16u * (uint32_t)lane);
                         }
                         if (zero) fence_proxy_async_smem();
                         __syncwarp(); /* all lanes' zeros (and their fences) before lane 0 arms the stage */
@@ -689,7 +695,7 @@ __global__ void __launch_bounds__(384, 1)
                             for (int q = 0; q < 2; ++q)
                                 tma_load_2d(st + q * CF::SUB_BYTES + j * BS * 128, &tmB, fb, n0 + 64 * q, col[j] * BS);
                         }
-                        if (val[j] && p.diag != 2 && p.diag != 3) tma_load_3d(st + CF::B_BYTES + (j * R + lane) * CF::BLK_BYTES, &tmA, fb, 0, 0, blk[j]);
+                        if (val[j] && p.diag != 2 && p.diag != 3) tma_load_3d(st + CF::B_BYTES + CF::aslot(j * R + lane) * CF::BLK_BYTES, &tmA, fb, 0, 0, blk[j]);
                     }
                     ++done;
                     if (la < 2 && done >= 2 + la) look();
@@ -762,7 +768,7 @@ __global__ void __launch_bounds__(384, 1)
 #pragma unroll
                         for (int x = 0; x < R / CF::RG * CF::KS; ++x) { /* k16 step outer, row group inner */
                             const int q = x % (R / CF::RG), ks = x / (R / CF::RG), r = q * CF::RG;
-                            const uint32_t ab = st + CF::B_BYTES + (uint32_t)((j * R + r) * CF::BLK_BYTES);
+                            const uint32_t ab = st + CF::B_BYTES + CF::aslot(j * R + r) * (uint32_t)CF::BLK_BYTES;
                             SMmaSS<BS * CF::RG, DT>::run(&acc[r * AW],
                                                          smem_desc(st + (uint32_t)c * CF::SUB_BYTES + (uint32_t)(j * BS + 16 * ks) * 128u,
                                                                    8192u, 1024u),
@@ -774,7 +780,7 @@ __global__ void __launch_bounds__(384, 1)
 #pragma unroll
                         for (int q = 0; q < R / CF::RG; ++q) { /* the group of row slots q*RG .. q*RG+RG-1 */
                             const int r = q * CF::RG;
-                            const uint32_t ab = st + CF::B_BYTES + (uint32_t)((j * R + r) * CF::BLK_BYTES);
+                            const uint32_t ab = st + CF::B_BYTES + CF::aslot(j * R + r) * (uint32_t)CF::BLK_BYTES;
 #pragma unroll
                             for (int ks = 0; ks < CF::KS; ++ks)
                                 SMmaSS<BS * CF::RG, DT>::run(&acc[r * AW],
@@ -798,7 +804,7 @@ __global__ void __launch_bounds__(384, 1)
                     const int mj = (masks >> (j * R)) & CF::RMASK;
 #pragma unroll
                     for (int r = 0; r < R; ++r) {
-                        const uint32_t ab = st + CF::B_BYTES + (uint32_t)((j * R + r) * CF::BLK_BYTES);
+                        const uint32_t ab = st + CF::B_BYTES + CF::aslot(j * R + r) * (uint32_t)CF::BLK_BYTES;
 #pragma unroll
                         for (int ks = 0; ks < CF::KS; ++ks)
                             SMma<BS, DT>::run(&acc[r * AW], a[j][ks], smem_desc_swz(ab + 32u * ks, 16u, CF::A_SBO, CF::A_SWZ),
