@@ -332,6 +332,42 @@ BSK_TEST(gpu_hopper_small_long_lists)
 /* Malformed device indices (row_ptr past nnzb, decreasing and negative; col_idx out of range, negative, duplicated
    and unsorted) must not fault: the call succeeds (device indices are not validated) and the stream stays healthy.
    compute-sanitizer memcheck runs this test. */
+/* The compact-pair stages (b32; the default below d 0.3: 8 row slots + 4 overflow slots, both input dtypes; variant
+   8: no overflow slots, fp16; variant 9: the previous default, two entries' own slots): a stage's
+   two entries share the row slots, entry 1's groups that entry 0 also has go to overflow slots, and pairs with more
+   of them split into two stages — every density from few collisions to all of them (d 1), skewed rows, tails, lists
+   across many 32-entry windows (pairs split at a window's last entry), few CTAs (ring phases across items). */
+BSK_TEST(gpu_hopper_small_compact)
+{
+    bsk_context *ctx = NULL;
+    const char *why = small_skip_reason(&ctx);
+    if (why) SKIP(why);
+    const struct bsk_hopper_small_tune_s saved = bsk__hopper_small_tune;
+    bsk_rng *r = bsk_test_rng();
+    const double ds[6] = {0.05, 0.15, 0.3, 0.6, 1.0, 0.3};
+    for (int v = 0; v < 3; v++) { /* the default with 2 rows per wgmma (fp16, bf16), variant 8, variant 9 */
+        bsk__hopper_small_tune.variant = v == 0 ? 0 : 7 + v;
+        bsk__hopper_small_tune.rows_per_mma = v == 0 ? 2 : 0;
+        for (int di = 0; di < 6; di++) {
+            bsk__hopper_small_tune.max_ctas = di % 2 ? 3 : 0;
+            const int64_t M = 32 * (int64_t)bsk_rng_int(r, 20, 40) + bsk_rng_int(r, 0, 31);
+            const int64_t K = 32 * (int64_t)bsk_rng_int(r, 8, 90) + bsk_rng_int(r, 0, 31);
+            bsk_bsr A = spmm_random_bsr(M, K, 32, ds[di], di == 5 ? BSK_PATTERN_SKEWED : BSK_PATTERN_UNIFORM,
+                                        v == 0 && di % 2 ? BSK_BF16 : BSK_F16);
+            run_case(t, ctx, &A, 8 * bsk_rng_int(r, 20, 60), 0, 0, BSK_F32, 1.0f, 0.0f, "hopper-wgmma-b32s");
+            const int64_t No = 2 * bsk_rng_int(r, 30, 90) + 1, pad = 8 - No % 8;
+            run_case(t, ctx, &A, No, pad, pad, BSK_F16, -0.5f, 0.75f, "hopper-wgmma-b32s");
+            bsk_bsr_free(&A);
+        }
+        bsk_bsr W = mask_bsr(40, 32 * 4200, 32, BSK_F16, keep_wide);
+        run_case(t, ctx, &W, 24, 0, 0, BSK_F32, 1.0f, 0.5f, "hopper-wgmma-b32s");
+        bsk_bsr_free(&W);
+    }
+    bsk__hopper_small_tune = saved;
+    bsk_destroy(ctx);
+    bsk__hopper_small_tune = small_saved;
+}
+
 BSK_TEST(gpu_hopper_small_malformed_indices_safe)
 {
     bsk_context *ctx = NULL;
@@ -356,9 +392,10 @@ BSK_TEST(gpu_hopper_small_malformed_indices_safe)
         dB.data = spmm_dev_copy(B.data, spmm_dense_bytes(&B));
         dC.data = spmm_dev_copy(C.data, spmm_dense_bytes(&C));
         REQUIRE(dB.data && dC.data);
-        for (int v = 0; v < 8; v++) { /* 5-7: the default shape with rows grouped per wgmma (small_rg 2-4) */
-            bsk__hopper_small_tune.variant = v < 5 ? v : 0;
-            bsk__hopper_small_tune.rows_per_mma = v < 5 ? 0 : small_rg(b, v - 3);
+        for (int v = 0; v < 10; v++) { /* 5-7: the default shape with rows grouped per wgmma (small_rg 2-4); 8, 9:
+                                           the compact-pair stages (b32) */
+            bsk__hopper_small_tune.variant = v < 5 || v >= 8 ? v : 0;
+            bsk__hopper_small_tune.rows_per_mma = v < 5 || v >= 8 ? 0 : small_rg(b, v - 3);
             bsk__hopper_small_tune.max_ctas = v % 2 ? 2 : 0;
             CHECK_STATUS(bsk_spmm(ctx, BSK_OP_N, 1.0f, &dA, &dB, 0.5f, &dC), BSK_SUCCESS);
             CHECK(strcmp(bsk_last_kernel(ctx), small_name(b)) == 0);
@@ -468,6 +505,7 @@ BSK_TEST(gpu_hopper_small_persistent) { SKIP("built without CUDA"); }
 BSK_TEST(gpu_hopper_small_producers) { SKIP("built without CUDA"); }
 BSK_TEST(gpu_hopper_small_long_lists) { SKIP("built without CUDA"); }
 BSK_TEST(gpu_hopper_small_malformed_indices_safe) { SKIP("built without CUDA"); }
+BSK_TEST(gpu_hopper_small_compact) { SKIP("built without CUDA"); }
 BSK_TEST(gpu_hopper_small_declines) { SKIP("built without CUDA"); }
 BSK_TEST(gpu_hopper_small_dispatch) { SKIP("built without CUDA"); }
 #endif

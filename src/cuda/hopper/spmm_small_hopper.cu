@@ -19,7 +19,8 @@ struct bsk_hopper_small_tune_s bsk__hopper_small_tune = {0, 0, 0, 0, 0, 0, 0, NU
      BS 32: two block columns per stage (48 KB: 16 KB of B, 2 x 8 block slots), 4 stages, one block row per
             epilogue pass (measured best of the three: E 0.20 vs 0.16 one column x 7 stages at d = 0.25);
      BS 16: two block columns per stage (24 KB: 8 KB of B, 2 x 16 slots), 7 stages.
-   Rows per wgmma (session 9): by density (RG2_BELOW_B32 / RG4_BELOW_B16 below), knob rows_per_mma.
+   Rows per wgmma (session 9): by density (RG2_BELOW_B32 / RG4_BELOW_B16 below), knob rows_per_mma; BS 32 with 2
+   rows per wgmma runs the compact-pair stages (Cfg32cp below, session 12: 5 stages of 40 KB).
    Experiments (fp16 input only; bf16 runs the default): variant 1 BS 32: one column per stage (24 KB), 7 stages;
    BS 16: one column per stage (12 KB), 14 stages. Variant 2: the run-1 kernel (Bᵀ through registers by
    ldmatrix.trans, wait_group 0 per stage). Variants 3 / 4: the default with one / two producer warps. */
@@ -47,6 +48,13 @@ typedef SmallCfg<32, 2, 4, true, 1, 4, 4, true> Cfg32g4k;
 /* Timing experiment (fp16, variant 7, results wrong): RG 2 with the two entries' A slots aliased (32 KB stages), 6
    stages — does the ring depth bound b32 at low density? (session 12) */
 typedef SmallCfg<32, 2, 6, true, 1, 4, 2, false, 8> Cfg32a;
+/* Compact pairs (SmallCfg::CP, session 12): two entries per stage in 8 row slots + 4 overflow slots (40 KB stages, 5
+   deep instead of 4 x 48 KB), pairs with more than two common row groups split in two — the b32 default with 2 rows
+   per wgmma (H200, 8192^3, same run: d 0.05 level, d 0.1 +3.6 %, d 0.25 +5.6 %; at d 0.5 -12 % against one row per
+   wgmma, which stays there). Without overflow slots (6 x 32 KB, variant 8) ~37 % of the pairs split at d 0.1 and it
+   lost 10-18 %. Variant 9: the previous default (Cfg32g2, 4 x 48 KB). */
+typedef SmallCfg<32, 2, 5, true, 1, 4, 2, false, 12, true> Cfg32cp;
+typedef SmallCfg<32, 2, 6, true, 1, 4, 2, false, 8, true> Cfg32cp0;
 
 /* Below these block densities (nnzb / (mb * nb)) the portable mma.sync kernel is faster, so this kernel declines
    (bsk__hopper_small_tune.force takes every case; the tests use it). Measured at 8192^3 fp16 on an H100, same run,
@@ -229,7 +237,9 @@ bsk_status bsk_hopper_spmm_small(bsk_context *ctx, bsk_op op, float alpha, const
         if (v == 5 && !bf) return by_out_f16<Cfg32g2k>(ctx, st, A, B, alpha, beta, C, name);
         if (v == 6 && !bf) return by_out_f16<Cfg32g4k>(ctx, st, A, B, alpha, beta, C, name);
         if (v == 7 && !bf) return by_out_f16<Cfg32a>(ctx, st, A, B, alpha, beta, C, name);
-        if (rg == 2) return by_out<Cfg32g2>(ctx, st, bf, A, B, alpha, beta, C, name);
+        if (v == 8 && !bf) return by_out_f16<Cfg32cp0>(ctx, st, A, B, alpha, beta, C, name);
+        if (v == 9 && !bf) return by_out_f16<Cfg32g2>(ctx, st, A, B, alpha, beta, C, name);
+        if (rg == 2) return by_out<Cfg32cp>(ctx, st, bf, A, B, alpha, beta, C, name);
         if (rg == 4) return by_out<Cfg32g4>(ctx, st, bf, A, B, alpha, beta, C, name);
         if (rg == 8) return by_out<Cfg32g8>(ctx, st, bf, A, B, alpha, beta, C, name);
         return by_out<Cfg32>(ctx, st, bf, A, B, alpha, beta, C, name);

@@ -20,7 +20,9 @@
        next 32 one chunk ahead, shuffled out) and TMA-loads, per entry, the B rows col*BS .. +BS-1 x the item's 128
        columns (two 64-column boxes, 128-byte swizzle) and the block of every present row into that row's fixed
        slot (3-D map over the values [nnzb][BS][BS], 64-byte swizzle at BS 32, 32-byte at BS 16; with RG > 1 it
-       first zeroes the slots that the consumers will read as absent rows, below). Lane r (< R)
+       first zeroes the slots that the consumers will read as absent rows, below; with CP (compact pairs, the b32
+       default at 2 rows per wgmma) a stage's two entries share R row slots plus a few overflow slots for entry 1's
+       row groups that entry 0 also has, and a pair with more of them is issued as two stages). Lane r (< R)
        finds its row's block index without walking the entries before: per 32-entry window R ballots give it the
        mask of the window's entries that have row r, and the index is its cursor at the window start + the mask
        bits below the entry, so the mainloop reads no col_idx. It writes a small meta record per stage (group, N
@@ -105,7 +107,7 @@ enum { SM_LAST = 1, SM_END = 2 };
 /* Compile-time shape. KC union entries (block columns) per stage; R = 256 / BS rows per group. A stage is
    [B box, consumer 0's 64 columns: KC*BS rows x 128 bytes][the same for consumer 1][A slots: KC x R blocks]. */
 template <int BS_, int KC_, int STAGES_, bool SS_ = true, int EPR_ = 64 / BS_, int PW_ = 1, int RG_ = 1, bool KO_ = false,
-          int AS_ = 0>
+          int AS_ = 0, bool CP_ = false>
 struct SmallCfg {
     static constexpr int BS = BS_;
     /* SS: Bᵀ read by wgmma from the B box in shared memory (trans-a) and each stage's wgmma group left in flight
@@ -138,7 +140,15 @@ struct SmallCfg {
     /* AS (timing experiment, results wrong): A slots per stage; the KC entries' row slots alias modulo AS, so a
        stage is as large as the compact A region of a sparse stage would be (session 12). 0: KC * R, no alias. */
     static constexpr int A_SLOTS = AS_ ? AS_ : KC_ * R;
-    static_assert(A_SLOTS % R == 0 && A_SLOTS <= KC_ * R, "AS: whole entries' worth of row slots");
+    /* CP (compact pairs, session 12): a stage holds two entries in R row slots + (A_SLOTS - R) overflow slots: entry 1's
+       row groups that entry 0 also has go to the overflow slots in group order (the consumer finds them from the
+       overflow mask in the record's flags, bits 8..), and a pair with more such groups than fit is issued as two
+       one-entry stages. Every producer warp numbers the stages the same way (one ballot per 32-entry window). */
+    static constexpr bool CP = CP_;
+    static_assert(!CP_ || (KC_ == 2 && SS_ && !KO_ && AS_ >= 256 / BS_ && (AS_ - 256 / BS_) % RG_ == 0),
+                  "CP: two entries per stage, Bᵀ from shared memory, R + whole groups of overflow slots");
+    static constexpr int XG = CP_ ? (AS_ - 256 / BS_) / RG_ : 0; /* overflow groups per stage                */
+    static_assert(CP_ || (A_SLOTS % R == 0 && A_SLOTS <= KC_ * R), "AS: whole entries' worth of row slots");
     static __device__ __forceinline__ uint32_t aslot(int k) { return (uint32_t)(k % A_SLOTS); }
     static constexpr int A_BYTES = A_SLOTS * BLK_BYTES;
     static constexpr int STAGE_BYTES = B_BYTES + A_BYTES;
@@ -602,7 +612,7 @@ __global__ void __launch_bounds__(384, 1)
             };
             const int g = d.x, ntile = d.y, es = d.z, ul = d.w;
             const int n0 = ntile * CF::BN;
-            const uint32_t ns = ul > 0 ? (uint32_t)((ul + KC - 1) / KC) : 1u; /* the item's stages */
+            uint32_t ns = ul > 0 ? (uint32_t)((ul + KC - 1) / KC) : 1u; /* the item's stages (CP: counted below) */
             int done = 0;
             if (ul <= 0) { /* no blocks in the group: one empty stage, the epilogue writes alpha*0 (+ beta*C) */
                 if (gs % CF::PW == (uint32_t)warp) {
@@ -613,8 +623,7 @@ __global__ void __launch_bounds__(384, 1)
                 /* the window c0 holds entries wb .. wb + 31, c1 the next 32; rkw is this lane's row cursor at wb */
                 int wb = 0, rkw = rk;
                 uint32_t bm = window_bits(c0);
-                for (uint32_t i = ((uint32_t)warp + CF::PW - gs % CF::PW) % CF::PW; i < ns; i += CF::PW) {
-                    const int e = (int)i * KC; /* KC divides 32: a stage's entries share a window */
+                auto advance = [&](int e) {
                     while (e >= wb + 32) {
                         rkw += __popc(bm);
                         wb += 32;
@@ -622,21 +631,35 @@ __global__ void __launch_bounds__(384, 1)
                         c1 = chunk(es, ul, wb + 32);
                         bm = window_bits(c0);
                     }
+                };
+                /* CP: the physical A slot of row r of entry j (ov: entry 1's groups in the overflow slots) */
+                auto pslot = [&](int j, int r, uint32_t ov) -> uint32_t {
+                    if constexpr (CF::CP) {
+                        const int q = r / CF::RG;
+                        if (j == 0 || !((ov >> q) & 1u)) return (uint32_t)r;
+                        return (uint32_t)(R + CF::RG * __popc(ov & ((1u << q) - 1u)) + (r - q * CF::RG));
+                    } else {
+                        return CF::aslot(j * R + r);
+                    }
+                };
+                /* stage i of the item: cnt (<= KC) entries from e (in one window), this warp's if (gs + i) % PW is */
+                auto stage = [&](uint32_t i, int e, int cnt, uint32_t ov, bool last) {
+                    if ((gs + i) % (uint32_t)CF::PW != (uint32_t)warp) return;
+                    advance(e);
                     int col[KC], blk[KC];
                     bool val[KC];
                     uint32_t masks = 0, bytes = 0;
 #pragma unroll
                     for (int j = 0; j < KC; ++j) {
-                        const int x = e + j - wb;
+                        const int x = j < cnt ? e + j - wb : 0; /* (CP: a one-entry stage may end its window) */
                         col[j] = __shfl_sync(0xffffffffu, c0.x, x);
                         blk[j] = rkw + __popc(bm & ((1u << x) - 1u));
-                        val[j] = ((bm >> x) & 1u) && blk[j] < re;
+                        val[j] = j < cnt && ((bm >> x) & 1u) && blk[j] < re;
                         const uint32_t vm = __ballot_sync(0xffffffffu, val[j]) & (uint32_t)CF::RMASK;
                         masks |= vm << (j * R);
                         bytes += vm ? (uint32_t)CF::ENTRY_B_BYTES + (p.diag == 2 ? 0u : (uint32_t)__popc(vm) * (uint32_t)CF::BLK_BYTES) : 0u;
                         SPROF(pr_entries += e + j < ul ? 1 : 0; pr_blocks += __popc(vm);)
                     }
-                    const bool last = i + 1 == ns;
                     if (p.diag == 3) bytes = 0u;
                     bool waited = false;
                     if constexpr (CF::RG > 1) {
@@ -656,7 +679,26 @@ __global__ void __launch_bounds__(384, 1)
                         __syncwarp(); /* every lane's reads and stores below come after the slot is free */
                         const uint32_t held = (uint32_t)((volatile int *)&meta[2 * zslot + 1])[0];
                         uint32_t zero = 0u, nheld = held;
-                        if (p.diag != 2 && p.diag != 3) {
+                        if (CF::CP && p.diag != 2 && p.diag != 3) {
+                            /* physical slots: present rows pp, rows of present groups pg (entries' groups disjoint
+                               there by construction) */
+                            uint32_t pp = 0u, pg = 0u;
+#pragma unroll
+                            for (int j = 0; j < KC; ++j) {
+                                const uint32_t vm = (masks >> (j * R)) & (uint32_t)CF::RMASK;
+#pragma unroll
+                                for (int q = 0; q < R / CF::RG; ++q) {
+                                    if (!((vm >> (q * CF::RG)) & (uint32_t)CF::GMASK)) continue;
+#pragma unroll
+                                    for (int r = q * CF::RG; r < (q + 1) * CF::RG; ++r) {
+                                        pg |= 1u << pslot(j, r, ov);
+                                        if ((vm >> r) & 1u) pp |= 1u << pslot(j, r, ov);
+                                    }
+                                }
+                            }
+                            zero = held & pg & ~pp;
+                            nheld = (held & ~zero) | pp;
+                        } else if (p.diag != 2 && p.diag != 3) {
 #pragma unroll
                             for (int j = 0; j < KC; ++j) {
                                 const uint32_t vm = (masks >> (j * R)) & (uint32_t)CF::RMASK;
@@ -681,8 +723,8 @@ __global__ void __launch_bounds__(384, 1)
                         if (lane == 0) ((volatile int *)&meta[2 * zslot + 1])[0] = (int)nheld;
                     }
                     if (lane == 0)
-                        open_stage(gs + i, make_int4(g, ntile, p.diag == 1 || p.diag == 3 ? 0 : (int)masks, last ? SM_LAST : 0), bytes,
-                                   waited);
+                        open_stage(gs + i, make_int4(g, ntile, p.diag == 1 || p.diag == 3 ? 0 : (int)masks, (last ? SM_LAST : 0) | (int)(ov << 8)),
+                                   bytes, waited);
                     __syncwarp(); /* the barrier is armed before any load can complete on it */
                     const uint32_t slot = (gs + i) % (uint32_t)CF::STAGES;
                     const uint32_t fb = full0 + 8 * slot;
@@ -695,10 +737,42 @@ __global__ void __launch_bounds__(384, 1)
                             for (int q = 0; q < 2; ++q)
                                 tma_load_2d(st + q * CF::SUB_BYTES + j * BS * 128, &tmB, fb, n0 + 64 * q, col[j] * BS);
                         }
-                        if (val[j] && p.diag != 2 && p.diag != 3) tma_load_3d(st + CF::B_BYTES + CF::aslot(j * R + lane) * CF::BLK_BYTES, &tmA, fb, 0, 0, blk[j]);
+                        if (val[j] && p.diag != 2 && p.diag != 3) tma_load_3d(st + CF::B_BYTES + pslot(j, lane, ov) * CF::BLK_BYTES, &tmA, fb, 0, 0, blk[j]);
                     }
                     ++done;
                     if (la < 2 && done >= 2 + la) look();
+                };
+                if constexpr (CF::CP) {
+                    /* pairs (e, e + 1) from the item's start; a pair whose common groups exceed XG splits. Each warp
+                       computes every window's split mask (one ballot) and so numbers the stages like the others. */
+                    uint32_t gi = 0;
+                    for (int wp = 0; wp < ul; wp += 32) {
+                        advance(wp);
+                        const bool okl = wp + lane < ul && (unsigned)c0.x < (unsigned)p.nb;
+                        uint32_t gml = 0u;
+#pragma unroll
+                        for (int q = 0; q < R / CF::RG; ++q)
+                            gml |= okl && ((c0.y >> (q * CF::RG)) & CF::GMASK) ? 1u << q : 0u;
+                        const uint32_t gnext = __shfl_down_sync(0xffffffffu, gml, 1);
+                        const bool split = !(lane & 1) && wp + lane + 1 < ul && __popc(gml & gnext) > CF::XG;
+                        const uint32_t sm = __ballot_sync(0xffffffffu, split);
+                        const int np = (min(32, ul - wp) + 1) / 2;
+                        for (int k = 0; k < np; ++k) {
+                            const int e = wp + 2 * k;
+                            const bool two = e + 1 < ul, lastp = e + 2 >= ul;
+                            const uint32_t g0 = __shfl_sync(0xffffffffu, gml, 2 * k), g1 = __shfl_sync(0xffffffffu, gml, 2 * k + 1);
+                            if ((sm >> (2 * k)) & 1u) {
+                                stage(gi++, e, 1, 0u, false);
+                                stage(gi++, e + 1, 1, 0u, lastp);
+                            } else {
+                                stage(gi++, e, two ? 2 : 1, two ? (g0 & g1) : 0u, lastp);
+                            }
+                        }
+                    }
+                    ns = gi;
+                } else {
+                    for (uint32_t i = ((uint32_t)warp + CF::PW - gs % CF::PW) % CF::PW; i < ns; i += CF::PW)
+                        stage(i, (int)i * KC, KC, 0u, i + 1 == ns); /* KC divides 32: a stage's entries share a window */
                 }
             }
             gs += ns;
@@ -757,7 +831,7 @@ __global__ void __launch_bounds__(384, 1)
            SS: Bᵀ straight from the B box: its 64 (n) x 16 (k) tile, stored k-row-major, is M-major for wgmma
            (trans-a), 128-byte swizzled, 8-row groups 1024 bytes apart (the op-T layout of spmm_kernel.cuh).
            Otherwise: Bᵀ through registers (ldmatrix.trans into the A fragment), reused for every row. */
-        auto issue = [&](int masks) {
+        auto issue = [&](int masks, uint32_t ov) {
             const uint32_t st = sbase + s * CF::STAGE_BYTES;
             if constexpr (CF::SS) {
                 wgmma_fence();
@@ -780,7 +854,10 @@ __global__ void __launch_bounds__(384, 1)
 #pragma unroll
                         for (int q = 0; q < R / CF::RG; ++q) { /* the group of row slots q*RG .. q*RG+RG-1 */
                             const int r = q * CF::RG;
-                            const uint32_t ab = st + CF::B_BYTES + CF::aslot(j * R + r) * (uint32_t)CF::BLK_BYTES;
+                            uint32_t slot = CF::aslot(j * R + r);
+                            if constexpr (CF::CP) /* entry 1's groups that entry 0 also has: the overflow slots */
+                                slot = j == 1 && ((ov >> q) & 1u) ? (uint32_t)(R + CF::RG * __popc(ov & ((1u << q) - 1u))) : (uint32_t)r;
+                            const uint32_t ab = st + CF::B_BYTES + slot * (uint32_t)CF::BLK_BYTES;
 #pragma unroll
                             for (int ks = 0; ks < CF::KS; ++ks)
                                 SMmaSS<BS * CF::RG, DT>::run(&acc[r * AW],
@@ -833,7 +910,7 @@ __global__ void __launch_bounds__(384, 1)
                 uint32_t prev = 0xffffffffu;
                 for (;;) {
                     SPROF(const long long m0 = clock64();)
-                    if (masks) issue(masks);
+                    if (masks) issue(masks, (uint32_t)fl >> 8);
                     wgmma_commit();
                     wgmma_wait<1>();
                     SPROF(cm += clock64() - m0;)
@@ -849,7 +926,7 @@ __global__ void __launch_bounds__(384, 1)
             } else {
                 for (;;) {
                     if (masks) {
-                        issue(masks);
+                        issue(masks, (uint32_t)fl >> 8);
                         wgmma_commit();
                         wgmma_wait<0>();
                     }
