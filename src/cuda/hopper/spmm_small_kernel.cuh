@@ -150,6 +150,18 @@ struct SmallCfg {
     static constexpr int XG = CP_ ? (AS_ - 256 / BS_) / RG_ : 0; /* overflow groups per stage                */
     static_assert(CP_ || (A_SLOTS % R == 0 && A_SLOTS <= KC_ * R), "AS: whole entries' worth of row slots");
     static __device__ __forceinline__ uint32_t aslot(int k) { return (uint32_t)(k % A_SLOTS); }
+    /* the A slot of row r of entry j of a stage (CP: ov = entry 1's groups in the overflow slots); producer and
+       consumers both use it */
+    static __device__ __forceinline__ uint32_t slot(int j, int r, uint32_t ov)
+    {
+        if constexpr (CP_) {
+            const int q = r / RG_;
+            if (j == 0 || !((ov >> q) & 1u)) return (uint32_t)r;
+            return (uint32_t)(R + RG_ * __popc(ov & ((1u << q) - 1u)) + (r - q * RG_));
+        } else {
+            return aslot(j * R + r);
+        }
+    }
     static constexpr int A_BYTES = A_SLOTS * BLK_BYTES;
     static constexpr int STAGE_BYTES = B_BYTES + A_BYTES;
     static_assert(STAGE_BYTES % 1024 == 0, "stages stay 1024-byte aligned (128-byte swizzle of the B boxes)");
@@ -632,17 +644,8 @@ __global__ void __launch_bounds__(384, 1)
                         bm = window_bits(c0);
                     }
                 };
-                /* CP: the physical A slot of row r of entry j (ov: entry 1's groups in the overflow slots) */
-                auto pslot = [&](int j, int r, uint32_t ov) -> uint32_t {
-                    if constexpr (CF::CP) {
-                        const int q = r / CF::RG;
-                        if (j == 0 || !((ov >> q) & 1u)) return (uint32_t)r;
-                        return (uint32_t)(R + CF::RG * __popc(ov & ((1u << q) - 1u)) + (r - q * CF::RG));
-                    } else {
-                        return CF::aslot(j * R + r);
-                    }
-                };
-                /* stage i of the item: cnt (<= KC) entries from e (in one window), this warp's if (gs + i) % PW is */
+                /* stage i of the item: cnt (<= KC) entries from e (in one window); issued by this warp iff
+                   (gs + i) % PW == warp */
                 auto stage = [&](uint32_t i, int e, int cnt, uint32_t ov, bool last) {
                     if ((gs + i) % (uint32_t)CF::PW != (uint32_t)warp) return;
                     advance(e);
@@ -691,8 +694,8 @@ __global__ void __launch_bounds__(384, 1)
                                     if (!((vm >> (q * CF::RG)) & (uint32_t)CF::GMASK)) continue;
 #pragma unroll
                                     for (int r = q * CF::RG; r < (q + 1) * CF::RG; ++r) {
-                                        pg |= 1u << pslot(j, r, ov);
-                                        if ((vm >> r) & 1u) pp |= 1u << pslot(j, r, ov);
+                                        pg |= 1u << CF::slot(j, r, ov);
+                                        if ((vm >> r) & 1u) pp |= 1u << CF::slot(j, r, ov);
                                     }
                                 }
                             }
@@ -737,7 +740,7 @@ __global__ void __launch_bounds__(384, 1)
                             for (int q = 0; q < 2; ++q)
                                 tma_load_2d(st + q * CF::SUB_BYTES + j * BS * 128, &tmB, fb, n0 + 64 * q, col[j] * BS);
                         }
-                        if (val[j] && p.diag != 2 && p.diag != 3) tma_load_3d(st + CF::B_BYTES + pslot(j, lane, ov) * CF::BLK_BYTES, &tmA, fb, 0, 0, blk[j]);
+                        if (val[j] && p.diag != 2 && p.diag != 3) tma_load_3d(st + CF::B_BYTES + CF::slot(j, lane, ov) * CF::BLK_BYTES, &tmA, fb, 0, 0, blk[j]);
                     }
                     ++done;
                     if (la < 2 && done >= 2 + la) look();
@@ -842,7 +845,7 @@ __global__ void __launch_bounds__(384, 1)
 #pragma unroll
                         for (int x = 0; x < R / CF::RG * CF::KS; ++x) { /* k16 step outer, row group inner */
                             const int q = x % (R / CF::RG), ks = x / (R / CF::RG), r = q * CF::RG;
-                            const uint32_t ab = st + CF::B_BYTES + CF::aslot(j * R + r) * (uint32_t)CF::BLK_BYTES;
+                            const uint32_t ab = st + CF::B_BYTES + CF::slot(j, r, 0u) * (uint32_t)CF::BLK_BYTES;
                             SMmaSS<BS * CF::RG, DT>::run(&acc[r * AW],
                                                          smem_desc(st + (uint32_t)c * CF::SUB_BYTES + (uint32_t)(j * BS + 16 * ks) * 128u,
                                                                    8192u, 1024u),
@@ -854,10 +857,7 @@ __global__ void __launch_bounds__(384, 1)
 #pragma unroll
                         for (int q = 0; q < R / CF::RG; ++q) { /* the group of row slots q*RG .. q*RG+RG-1 */
                             const int r = q * CF::RG;
-                            uint32_t slot = CF::aslot(j * R + r);
-                            if constexpr (CF::CP) /* entry 1's groups that entry 0 also has: the overflow slots */
-                                slot = j == 1 && ((ov >> q) & 1u) ? (uint32_t)(R + CF::RG * __popc(ov & ((1u << q) - 1u))) : (uint32_t)r;
-                            const uint32_t ab = st + CF::B_BYTES + slot * (uint32_t)CF::BLK_BYTES;
+                            const uint32_t ab = st + CF::B_BYTES + CF::slot(j, r, ov) * (uint32_t)CF::BLK_BYTES;
 #pragma unroll
                             for (int ks = 0; ks < CF::KS; ++ks)
                                 SMmaSS<BS * CF::RG, DT>::run(&acc[r * AW],
@@ -881,7 +881,7 @@ __global__ void __launch_bounds__(384, 1)
                     const int mj = (masks >> (j * R)) & CF::RMASK;
 #pragma unroll
                     for (int r = 0; r < R; ++r) {
-                        const uint32_t ab = st + CF::B_BYTES + CF::aslot(j * R + r) * (uint32_t)CF::BLK_BYTES;
+                        const uint32_t ab = st + CF::B_BYTES + CF::slot(j, r, 0u) * (uint32_t)CF::BLK_BYTES;
 #pragma unroll
                         for (int ks = 0; ks < CF::KS; ++ks)
                             SMma<BS, DT>::run(&acc[r * AW], a[j][ks], smem_desc_swz(ab + 32u * ks, 16u, CF::A_SBO, CF::A_SWZ),
