@@ -82,6 +82,9 @@ void bsk_ref_spmm_mag(bsk_op op, double alpha, const bsk_bsr *A, const bsk_dense
 /* float64 reference of SDDMM: out[k][r][c] (nnzb*br*bc, packed like values). in may be NULL if beta == 0. */
 void bsk_ref_sddmm(double alpha, const bsk_dense *X, const bsk_dense *Y, double beta, const bsk_bsr *in,
                    double *out);
+/* Its magnitude |alpha|·|X|·|Y|ᵀ + |beta|·|in| on the same entries (as bsk_ref_spmm_mag: for values that cancel). */
+void bsk_ref_sddmm_mag(double alpha, const bsk_dense *X, const bsk_dense *Y, double beta, const bsk_bsr *in,
+                       double *out);
 /* ‖got − ref‖ / ‖ref‖ over n elements of `got` (dtype t, packed) — NaN if any element is NaN/Inf.
    For a dense matrix with ld use bsk_rel_err_dense. ‖ref‖ = 0 gives ‖got‖ instead. */
 double bsk_rel_err(const void *got, bsk_dtype t, const double *ref, int64_t n);

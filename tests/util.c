@@ -123,8 +123,8 @@ void bsk_ref_spmm_mag(bsk_op op, double alpha, const bsk_bsr *A, const bsk_dense
     ref_spmm(op, alpha, A, B, beta, C_in, out, 1);
 }
 
-void bsk_ref_sddmm(double alpha, const bsk_dense *X, const bsk_dense *Y, double beta, const bsk_bsr *in,
-                   double *out)
+static void ref_sddmm(double alpha, const bsk_dense *X, const bsk_dense *Y, double beta, const bsk_bsr *in,
+                      double *out, int mag)
 {
     int64_t mb = bsk_bsr_mb(in), br = in->block_rows, bc = in->block_cols, bsz = br * bc;
     for (int64_t i = 0; i < mb; i++)
@@ -135,11 +135,27 @@ void bsk_ref_sddmm(double alpha, const bsk_dense *X, const bsk_dense *Y, double 
                     double acc = 0;
                     if (gr < in->rows && gc < in->cols)
                         for (int64_t p = 0; p < X->cols; p++)
-                            acc += (double)bsk__load(X->data, X->dtype, gr * X->ld + p) *
-                                   (double)bsk__load(Y->data, Y->dtype, gc * Y->ld + p);
+                        {
+                            const double v = (double)bsk__load(X->data, X->dtype, gr * X->ld + p) *
+                                             (double)bsk__load(Y->data, Y->dtype, gc * Y->ld + p);
+                            acc += mag ? fabs(v) : v;
+                        }
                     double old = beta != 0.0 ? beta * bsk__load(in->values, in->dtype, idx) : 0.0;
-                    out[idx] = (gr < in->rows && gc < in->cols) ? alpha * acc + old : old;
+                    if (mag) old = fabs(old);
+                    out[idx] = (gr < in->rows && gc < in->cols) ? (mag ? fabs(alpha) : alpha) * acc + old : old;
                 }
+}
+
+void bsk_ref_sddmm(double alpha, const bsk_dense *X, const bsk_dense *Y, double beta, const bsk_bsr *in,
+                   double *out)
+{
+    ref_sddmm(alpha, X, Y, beta, in, out, 0);
+}
+
+void bsk_ref_sddmm_mag(double alpha, const bsk_dense *X, const bsk_dense *Y, double beta, const bsk_bsr *in,
+                       double *out)
+{
+    ref_sddmm(alpha, X, Y, beta, in, out, 1);
 }
 
 double bsk_rel_err(const void *got, bsk_dtype t, const double *ref, int64_t n)
