@@ -329,9 +329,6 @@ BSK_TEST(gpu_hopper_small_long_lists)
     bsk__hopper_small_tune = small_saved;
 }
 
-/* Malformed device indices (row_ptr past nnzb, decreasing and negative; col_idx out of range, negative, duplicated
-   and unsorted) must not fault: the call succeeds (device indices are not validated) and the stream stays healthy.
-   compute-sanitizer memcheck runs this test. */
 /* The compact-pair stages (b32; the default below d 0.3: 8 row slots + 4 overflow slots, both input dtypes; variant
    8: no overflow slots, fp16; variant 9: the previous default, two entries' own slots): a stage's
    two entries share the row slots, entry 1's groups that entry 0 also has go to overflow slots, and pairs with more
@@ -368,6 +365,9 @@ BSK_TEST(gpu_hopper_small_compact)
     bsk__hopper_small_tune = small_saved;
 }
 
+/* Malformed device indices (row_ptr past nnzb, decreasing and negative; col_idx out of range, negative, duplicated
+   and unsorted) must not fault: the call succeeds (device indices are not validated) and the stream stays healthy.
+   compute-sanitizer memcheck runs this test. */
 BSK_TEST(gpu_hopper_small_malformed_indices_safe)
 {
     bsk_context *ctx = NULL;
