@@ -10,7 +10,8 @@
    b32 k16-steps-outer experiment (variants 5 / 6) vs RG 1 / 2 / the default; 2048^3 b16 RG 1 / 4 / 16 / default;
    8192^3 b16 default vs portable at low densities), --alias (session 12: the aliased-A-slot timing build, variant 7,
    vs the default at b32 d .05 .1 .25 .5), --compact (session 12: the compact-pair stages — the default below d 0.3 —
-   vs the previous default (variant 9) and compact pairs without overflow slots (variant 8)).
+   vs the previous default (variant 9) and compact pairs without overflow slots (variant 8)), --matched (session 13:
+   matched pairs with / without overflow slots, variants 10 / 11, vs the default).
    Built and run by bench/small_probe.sh on the device machine. Helpers: bench/probe_util.h. */
 #include "probe_util.h"
 
@@ -50,7 +51,7 @@ typedef struct {
 
 int main(int argc, char **argv)
 {
-    int ab = 0, diag = 0, prof = 0, s2048 = 0, cross = 0, rgs = 0, rgdiag = 0, run2 = 0, alias = 0, compact = 0;
+    int ab = 0, diag = 0, prof = 0, s2048 = 0, cross = 0, rgs = 0, rgdiag = 0, run2 = 0, alias = 0, compact = 0, matched = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--ab")) ab = 1;
         else if (!strcmp(argv[i], "--diag")) diag = 1;
@@ -62,6 +63,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--run2")) run2 = 1;
         else if (!strcmp(argv[i], "--alias")) alias = 1;
         else if (!strcmp(argv[i], "--compact")) compact = 1;
+        else if (!strcmp(argv[i], "--matched")) matched = 1;
         else if (!strcmp(argv[i], "--iters") && i + 1 < argc) ITERS = atoi(argv[++i]);
     }
     if (ITERS < 1 || ITERS > 256) ITERS = 20;
@@ -174,6 +176,13 @@ int main(int argc, char **argv)
         const double da[4] = {0.05, 0.10, 0.25, 0.50};
         const int vo[6] = {0, 9, 8, 8, 9, 0}; /* 0: compact pairs + 4 overflow slots (the default below d 0.3), 9: the
                                                  previous default, 8: compact pairs without overflow slots */
+        for (int di = 0; di < 4; di++)
+            for (int k = 0; k < 6; k++) ADD(.b = 32, .d = da[di], .v = vo[k], .size = 8192);
+    }
+    if (matched) { /* session 13: matched pairs (v10: + 4 overflow slots, 5 x 40 KB; v11: none, 6 x 32 KB) vs the
+                      default (list-order pairs + overflow), alternated 0 10 11 11 10 0, b32 8192^3 */
+        const double da[4] = {0.05, 0.10, 0.25, 0.50};
+        const int vo[6] = {0, 10, 11, 11, 10, 0};
         for (int di = 0; di < 4; di++)
             for (int k = 0; k < 6; k++) ADD(.b = 32, .d = da[di], .v = vo[k], .size = 8192);
     }

@@ -53,8 +53,13 @@ typedef SmallCfg<32, 2, 6, true, 1, 4, 2, false, 8> Cfg32a;
    per wgmma (H200, 8192^3, same run: d 0.05 level, d 0.1 +3.6 %, d 0.25 +5.6 %; at d 0.5 -12 % against one row per
    wgmma, which stays there). Without overflow slots (6 x 32 KB, variant 8) ~37 % of the pairs split at d 0.1 and it
    lost 10-18 %. Variant 9: the previous default (Cfg32g2, 4 x 48 KB). */
-typedef SmallCfg<32, 2, 5, true, 1, 4, 2, false, 12, true> Cfg32cp;
-typedef SmallCfg<32, 2, 6, true, 1, 4, 2, false, 8, true> Cfg32cp0;
+typedef SmallCfg<32, 2, 5, true, 1, 4, 2, false, 12, 1> Cfg32cp;
+typedef SmallCfg<32, 2, 6, true, 1, 4, 2, false, 8, 1> Cfg32cp0;
+/* Matched pairs (SmallCfg::CP 2, session 13): each entry pairs with a later one of its 32-entry window that has at
+   most XG common row groups. Variant 10: with the 4 overflow slots (5 x 40 KB); 11: without (disjoint groups only,
+   6 x 32 KB). */
+typedef SmallCfg<32, 2, 5, true, 1, 4, 2, false, 12, 2> Cfg32mp;
+typedef SmallCfg<32, 2, 6, true, 1, 4, 2, false, 8, 2> Cfg32mp0;
 
 /* Below these block densities (nnzb / (mb * nb)) the portable mma.sync kernel is faster, so this kernel declines
    (bsk__hopper_small_tune.force takes every case; the tests use it). Measured at 8192^3 fp16 on an H100, same run,
@@ -239,6 +244,8 @@ bsk_status bsk_hopper_spmm_small(bsk_context *ctx, bsk_op op, float alpha, const
         if (v == 7 && !bf) return by_out_f16<Cfg32a>(ctx, st, A, B, alpha, beta, C, name);
         if (v == 8 && !bf) return by_out_f16<Cfg32cp0>(ctx, st, A, B, alpha, beta, C, name);
         if (v == 9 && !bf) return by_out_f16<Cfg32g2>(ctx, st, A, B, alpha, beta, C, name);
+        if (v == 10 && !bf) return by_out_f16<Cfg32mp>(ctx, st, A, B, alpha, beta, C, name);
+        if (v == 11 && !bf) return by_out_f16<Cfg32mp0>(ctx, st, A, B, alpha, beta, C, name);
         if (rg == 2) return by_out<Cfg32cp>(ctx, st, bf, A, B, alpha, beta, C, name);
         if (rg == 4) return by_out<Cfg32g4>(ctx, st, bf, A, B, alpha, beta, C, name);
         if (rg == 8) return by_out<Cfg32g8>(ctx, st, bf, A, B, alpha, beta, C, name);
