@@ -10,8 +10,8 @@
    b32 k16-steps-outer experiment (variants 5 / 6) vs RG 1 / 2 / the default; 2048^3 b16 RG 1 / 4 / 16 / default;
    8192^3 b16 default vs portable at low densities), --alias (session 12: the aliased-A-slot timing build, variant 7,
    vs the default at b32 d .05 .1 .25 .5), --compact (session 12: the compact-pair stages — the default below d 0.3 —
-   vs the previous default (variant 9) and compact pairs without overflow slots (variant 8)), --matched (session 13:
-   matched pairs with / without overflow slots, variants 10 / 11, vs the default).
+   vs the previous default (variant 9) and compact pairs without overflow slots (variant 8)), --zt (session 13: the
+   absent-row slots of grouped wgmmas zeroed by TMA vs by stores, b32 and b16).
    Built and run by bench/small_probe.sh on the device machine. Helpers: bench/probe_util.h. */
 #include "probe_util.h"
 
@@ -47,11 +47,12 @@ typedef struct {
     int v, diag, maxc;
     int64_t size;
     int rg; /* rows_per_mma (0: the default) */
+    int zt; /* zero_tma knob (0: the default) */
 } cfg;
 
 int main(int argc, char **argv)
 {
-    int ab = 0, diag = 0, prof = 0, s2048 = 0, cross = 0, rgs = 0, rgdiag = 0, run2 = 0, alias = 0, compact = 0, matched = 0;
+    int ab = 0, diag = 0, prof = 0, s2048 = 0, cross = 0, rgs = 0, rgdiag = 0, run2 = 0, alias = 0, compact = 0, zt = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--ab")) ab = 1;
         else if (!strcmp(argv[i], "--diag")) diag = 1;
@@ -63,7 +64,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--run2")) run2 = 1;
         else if (!strcmp(argv[i], "--alias")) alias = 1;
         else if (!strcmp(argv[i], "--compact")) compact = 1;
-        else if (!strcmp(argv[i], "--matched")) matched = 1;
+        else if (!strcmp(argv[i], "--zt")) zt = 1;
         else if (!strcmp(argv[i], "--iters") && i + 1 < argc) ITERS = atoi(argv[++i]);
     }
     if (ITERS < 1 || ITERS > 256) ITERS = 20;
@@ -179,12 +180,16 @@ int main(int argc, char **argv)
         for (int di = 0; di < 4; di++)
             for (int k = 0; k < 6; k++) ADD(.b = 32, .d = da[di], .v = vo[k], .size = 8192);
     }
-    if (matched) { /* session 13: matched pairs (v10: + 4 overflow slots, 5 x 40 KB; v11: none, 6 x 32 KB) vs the
-                      default (list-order pairs + overflow), alternated 0 10 11 11 10 0, b32 8192^3 */
-        const double da[4] = {0.05, 0.10, 0.25, 0.50};
-        const int vo[6] = {0, 10, 11, 11, 10, 0};
+    if (zt) { /* session 13: the absent-row slots zeroed by TMA (zero_tma 2, the default) vs by the producer's stores
+                 (1), alternated 1 2 2 1; b32 8192^3 at the compact-pair densities, b16 8192^3 (4 rows per wgmma
+                 below d 0.2, all 16 above), b32 with 4 rows per wgmma at the MoE-like low densities */
+        const double da[3] = {0.05, 0.10, 0.25}, d16[4] = {0.05, 0.10, 0.25, 0.50};
+        const int zz[4] = {1, 2, 2, 1};
+        for (int di = 0; di < 3; di++)
+            for (int k = 0; k < 4; k++) ADD(.b = 32, .d = da[di], .zt = zz[k], .size = 8192);
         for (int di = 0; di < 4; di++)
-            for (int k = 0; k < 6; k++) ADD(.b = 32, .d = da[di], .v = vo[k], .size = 8192);
+            for (int k = 0; k < 4; k++) ADD(.b = 16, .d = d16[di], .zt = zz[k], .size = 8192);
+        for (int k = 0; k < 4; k++) ADD(.b = 32, .d = 0.10, .rg = 4, .zt = zz[k], .size = 8192);
     }
     if (s2048) {
         for (int di = 0; di < 3; di++)
@@ -224,6 +229,7 @@ int main(int argc, char **argv)
         bsk__hopper_small_tune.diag = c.diag;
         bsk__hopper_small_tune.max_ctas = c.maxc;
         bsk__hopper_small_tune.rows_per_mma = c.rg;
+        bsk__hopper_small_tune.zero_tma = c.zt;
         bsk_dense B = {S_, S_, S_, BSK_F16, BSK_MEM_DEVICE, dB}, C = {S_, S_, S_, BSK_F16, BSK_MEM_DEVICE, dC};
         probe_spmm_arg sa = {ctx, &A, &B, &C};
         double err = -1;
@@ -244,8 +250,8 @@ int main(int argc, char **argv)
         }
         const double ms = time_it(probe_run_spmm, &sa);
         const double tf = 2.0 * (double)A.nnzb * c.b * c.b * (double)S_ / (ms * 1e-3) * 1e-12;
-        snprintf(table[nt], 200, "%5lld %3d %5.3f v%d rg %2d diag %d ctas %3d | %8.3f ms %7.1f TFLOPS E %.3f err %9.2e %s",
-                 (long long)S_, c.b, c.d, c.v, c.rg, c.diag, c.maxc ? c.maxc : bsk__hopper_small_tune.out_grid, ms, tf,
+        snprintf(table[nt], 200, "%5lld %3d %5.3f v%d rg %2d zt %d diag %d ctas %3d | %8.3f ms %7.1f TFLOPS E %.3f err %9.2e %s",
+                 (long long)S_, c.b, c.d, c.v, c.rg, c.zt, c.diag, c.maxc ? c.maxc : bsk__hopper_small_tune.out_grid, ms, tf,
                  tf / dense[S_ == 2048], err, kern);
         printf("%s\n", table[nt]);
         if (prof) {
@@ -261,6 +267,7 @@ int main(int argc, char **argv)
         bsk__hopper_small_tune.max_ctas = 0;
         bsk__hopper_small_tune.variant = 0;
         bsk__hopper_small_tune.rows_per_mma = 0;
+        bsk__hopper_small_tune.zero_tma = 0;
     }
     if (have) {
         bsk_bsr_free(&A);

@@ -11,7 +11,7 @@
 
 using namespace bsk_small;
 
-struct bsk_hopper_small_tune_s bsk__hopper_small_tune = {0, 0, 0, 0, 0, 0, 0, NULL, 0, 0, 0};
+struct bsk_hopper_small_tune_s bsk__hopper_small_tune = {0, 0, 0, 0, 0, 0, 0, NULL, 0, 0, 0, 0};
 
 /* Stage shapes (docs/hopper-spmm-notes.md, session 4, run 2; producer warps: session 8). Default (variant 0), Bᵀ
    read from shared memory by wgmma, one stage's wgmmas left in flight while the next stage's are issued, and four
@@ -53,13 +53,8 @@ typedef SmallCfg<32, 2, 6, true, 1, 4, 2, false, 8> Cfg32a;
    per wgmma (H200, 8192^3, same run: d 0.05 level, d 0.1 +3.6 %, d 0.25 +5.6 %; at d 0.5 -12 % against one row per
    wgmma, which stays there). Without overflow slots (6 x 32 KB, variant 8) ~37 % of the pairs split at d 0.1 and it
    lost 10-18 %. Variant 9: the previous default (Cfg32g2, 4 x 48 KB). */
-typedef SmallCfg<32, 2, 5, true, 1, 4, 2, false, 12, 1> Cfg32cp;
-typedef SmallCfg<32, 2, 6, true, 1, 4, 2, false, 8, 1> Cfg32cp0;
-/* Matched pairs (SmallCfg::CP 2, session 13): each entry pairs with a later one of its 32-entry window that has at
-   most XG common row groups. Variant 10: with the 4 overflow slots (5 x 40 KB); 11: without (disjoint groups only,
-   6 x 32 KB). */
-typedef SmallCfg<32, 2, 5, true, 1, 4, 2, false, 12, 2> Cfg32mp;
-typedef SmallCfg<32, 2, 6, true, 1, 4, 2, false, 8, 2> Cfg32mp0;
+typedef SmallCfg<32, 2, 5, true, 1, 4, 2, false, 12, true> Cfg32cp;
+typedef SmallCfg<32, 2, 6, true, 1, 4, 2, false, 8, true> Cfg32cp0;
 
 /* Below these block densities (nnzb / (mb * nb)) the portable mma.sync kernel is faster, so this kernel declines
    (bsk__hopper_small_tune.force takes every case; the tests use it). Measured at 8192^3 fp16 on an H100, same run,
@@ -82,6 +77,13 @@ static const double MIN_DENSITY_B16_FEW_ITEMS = 0.06;
    1.747 / 1.793 / 1.739 -> 2 rows below d 0.3, else 1; b16 d 0.1 2.390 / 1.209 / 1.243 / 1.288, d 0.25 3.023 / 1.728
    / 1.725 / 1.686, d 0.5 3.411 / 2.142 / 2.052 / 1.989 -> 4 rows below d 0.2, else all 16. */
 static const double RG2_BELOW_B32 = 0.3, RG4_BELOW_B16 = 0.2;
+
+/* With RG > 1 the row slots of absent rows in present groups are zeroed: by the producer warp's shared-memory stores
+   + a proxy fence (0, sessions 9-12), or as TMA loads of an out-of-bounds block (1, session 13): the producer warps
+   bound the b32 compact-pair kernel (cycle counters: each warp busy ~90 % of its time), and the loads take the
+   stores, their fence and a warp sync off them. H200, 8192^3 fp16, same run, alternated: b32 d 0.05 / 0.1 / 0.25
+   +2.9 / +3.8 / +4.4 % (bench/results/small_zt_probe_h200_2026-11-25_s13.txt). */
+static const int ZERO_TMA_DEFAULT = 1;
 
 template <class CF, int DT, int CT>
 static bsk_status launch_small(bsk_context *ctx, const struct bsk_cuda_state *st, const bsk_bsr *A, const bsk_dense *B,
@@ -143,6 +145,8 @@ static bsk_status launch_small(bsk_context *ctx, const struct bsk_cuda_state *st
     p.band = (int)band;
     p.total = (unsigned)(G * nt);
     p.diag = bsk__hopper_small_tune.diag;
+    p.zero_tma = bsk__hopper_small_tune.zero_tma == 2 ? 1 : bsk__hopper_small_tune.zero_tma == 1 ? 0 : ZERO_TMA_DEFAULT;
+    p.zblk = (int)nblk;
     p.prof = (long long *)bsk__hopper_small_tune.prof;
     bsk__hopper_small_tune.out_items = (int)(G * nt);
 
@@ -244,8 +248,6 @@ bsk_status bsk_hopper_spmm_small(bsk_context *ctx, bsk_op op, float alpha, const
         if (v == 7 && !bf) return by_out_f16<Cfg32a>(ctx, st, A, B, alpha, beta, C, name);
         if (v == 8 && !bf) return by_out_f16<Cfg32cp0>(ctx, st, A, B, alpha, beta, C, name);
         if (v == 9 && !bf) return by_out_f16<Cfg32g2>(ctx, st, A, B, alpha, beta, C, name);
-        if (v == 10 && !bf) return by_out_f16<Cfg32mp>(ctx, st, A, B, alpha, beta, C, name);
-        if (v == 11 && !bf) return by_out_f16<Cfg32mp0>(ctx, st, A, B, alpha, beta, C, name);
         if (rg == 2) return by_out<Cfg32cp>(ctx, st, bf, A, B, alpha, beta, C, name);
         if (rg == 4) return by_out<Cfg32g4>(ctx, st, bf, A, B, alpha, beta, C, name);
         if (rg == 8) return by_out<Cfg32g8>(ctx, st, bf, A, B, alpha, beta, C, name);

@@ -94,6 +94,9 @@ struct SmallParams {
                                loads unchanged: the load pipeline alone), 2 no A-block loads, 3 no loads at all
                                and consumers idle (the barrier / instruction pipeline alone)                    */
     long long *prof;        /* -DBSK_SMALL_PROF builds: per-CTA cycle counters (SMALL_PROF_N per CTA)         */
+    int zero_tma;           /* RG > 1: 1 the row slots to zero are TMA loads of a block past the end of A's map (zero
+                               filled, part of the stage's bytes); 0 the producer warp stores zeros (+ proxy fence) */
+    int zblk;               /* A's map extent in blocks: block index zblk is entirely out of bounds                 */
 };
 
 /* -DBSK_SMALL_PROF: cycle counters, SMALL_PROF_N per CTA (summed by the probe). */
@@ -107,7 +110,7 @@ enum { SM_LAST = 1, SM_END = 2 };
 /* Compile-time shape. KC union entries (block columns) per stage; R = 256 / BS rows per group. A stage is
    [B box, consumer 0's 64 columns: KC*BS rows x 128 bytes][the same for consumer 1][A slots: KC x R blocks]. */
 template <int BS_, int KC_, int STAGES_, bool SS_ = true, int EPR_ = 64 / BS_, int PW_ = 1, int RG_ = 1, bool KO_ = false,
-          int AS_ = 0, int CP_ = 0>
+          int AS_ = 0, bool CP_ = false>
 struct SmallCfg {
     static constexpr int BS = BS_;
     /* SS: Bᵀ read by wgmma from the B box in shared memory (trans-a) and each stage's wgmma group left in flight
@@ -142,14 +145,9 @@ struct SmallCfg {
     static constexpr int A_SLOTS = AS_ ? AS_ : KC_ * R;
     /* CP (compact pairs, session 12): a stage holds two entries in R row slots + (A_SLOTS - R) overflow slots: entry 1's
        row groups that entry 0 also has go to the overflow slots in group order (the consumer finds them from the
-       overflow mask in the record's flags, bits 8..). CP 1: the pairs are the list's entries (e, e + 1), and a pair
-       with more common groups than fit is issued as two one-entry stages. CP 2 (matched pairs, session 13): inside
-       each 32-entry window every entry not yet paired, in list order, takes the first later one of the window
-       with at most XG common groups (entries with none left go alone), so nearly every stage holds two entries
-       even without overflow slots. Every producer warp numbers the stages the same way (ballots per window). */
-    static constexpr int CP = CP_;
-    static_assert(CP_ >= 0 && CP_ <= 2, "CP 0 (off), 1 (list-order pairs) or 2 (matched pairs)");
-    static_assert(CP_ != 2 || 256 / BS_ / RG_ <= 4, "CP 2: one ballot per group mask value, at most 4 groups");
+       overflow mask in the record's flags, bits 8..), and a pair with more such groups than fit is issued as two
+       one-entry stages. Every producer warp numbers the stages the same way (one ballot per 32-entry window). */
+    static constexpr bool CP = CP_;
     static_assert(!CP_ || (KC_ == 2 && SS_ && !KO_ && AS_ >= 256 / BS_ && (AS_ - 256 / BS_) % RG_ == 0),
                   "CP: two entries per stage, Bᵀ from shared memory, R + whole groups of overflow slots");
     static constexpr int XG = CP_ ? (AS_ - 256 / BS_) / RG_ : 0; /* overflow groups per stage                */
@@ -649,9 +647,9 @@ __global__ void __launch_bounds__(384, 1)
                         bm = window_bits(c0);
                     }
                 };
-                /* stage i of the item: cnt (<= KC) entries, e and (KC 2) e1 > e, both in e's window; issued by this
-                   warp iff (gs + i) % PW == warp */
-                auto stage = [&](uint32_t i, int e, int e1, int cnt, uint32_t ov, bool last) {
+                /* stage i of the item: cnt (<= KC) entries from e (in one window); issued by this warp iff
+                   (gs + i) % PW == warp */
+                auto stage = [&](uint32_t i, int e, int cnt, uint32_t ov, bool last) {
                     if ((gs + i) % (uint32_t)CF::PW != (uint32_t)warp) return;
                     advance(e);
                     int col[KC], blk[KC];
@@ -659,17 +657,18 @@ __global__ void __launch_bounds__(384, 1)
                     uint32_t masks = 0, bytes = 0;
 #pragma unroll
                     for (int j = 0; j < KC; ++j) {
-                        const int x = j < cnt ? (j == 0 ? e : e1) - wb : 0; /* (CP: a one-entry stage may end its window) */
+                        const int x = j < cnt ? e + j - wb : 0; /* (CP: a one-entry stage may end its window) */
                         col[j] = __shfl_sync(0xffffffffu, c0.x, x);
                         blk[j] = rkw + __popc(bm & ((1u << x) - 1u));
                         val[j] = j < cnt && ((bm >> x) & 1u) && blk[j] < re;
                         const uint32_t vm = __ballot_sync(0xffffffffu, val[j]) & (uint32_t)CF::RMASK;
                         masks |= vm << (j * R);
                         bytes += vm ? (uint32_t)CF::ENTRY_B_BYTES + (p.diag == 2 ? 0u : (uint32_t)__popc(vm) * (uint32_t)CF::BLK_BYTES) : 0u;
-                        SPROF(pr_entries += j < cnt ? 1 : 0; pr_blocks += __popc(vm);)
+                        SPROF(pr_entries += e + j < ul ? 1 : 0; pr_blocks += __popc(vm);)
                     }
                     if (p.diag == 3) bytes = 0u;
                     bool waited = false;
+                    uint32_t zero = 0u; /* RG > 1: the stage's row slots (physical) to zero before the consumers read */
                     if constexpr (CF::RG > 1) {
                         /* RG > 1: the consumers read every row slot of a group that has a present row, so the absent
                            ones must hold zeros. meta[2 * slot + 1].x is the mask of the slot's row slots that still
@@ -686,7 +685,7 @@ __global__ void __launch_bounds__(384, 1)
                         waited = true;
                         __syncwarp(); /* every lane's reads and stores below come after the slot is free */
                         const uint32_t held = (uint32_t)((volatile int *)&meta[2 * zslot + 1])[0];
-                        uint32_t zero = 0u, nheld = held;
+                        uint32_t nheld = held;
                         if (CF::CP && p.diag != 2 && p.diag != 3) {
                             /* physical slots: present rows pp, rows of present groups pg (entries' groups disjoint
                                there by construction) */
@@ -719,14 +718,19 @@ __global__ void __launch_bounds__(384, 1)
                                 nheld = (nheld & ~((uint32_t)CF::RMASK << (j * R))) | (((hj & ~zj) | vm) << (j * R));
                             }
                         }
-                        const uint32_t zst = sbase + zslot * CF::STAGE_BYTES + CF::B_BYTES;
-                        for (uint32_t z = zero; z; z &= z - 1u) { /* the same in every lane: no divergence */
-                            const uint32_t k = (uint32_t)(__ffs((int)z) - 1);
+                        if (p.zero_tma) {
+                            bytes += (uint32_t)__popc(zero) * (uint32_t)CF::BLK_BYTES; /* loaded after the arming, below */
+                        } else {
+                            const uint32_t zst = sbase + zslot * CF::STAGE_BYTES + CF::B_BYTES;
+                            for (uint32_t z = zero; z; z &= z - 1u) { /* the same in every lane: no divergence */
+                                const uint32_t k = (uint32_t)(__ffs((int)z) - 1);
 #pragma unroll
-                            for (int o = 0; o < CF::BLK_BYTES; o += 512)
-                                st_shared_zero16(zst + CF::aslot((int)k) * (uint32_t)CF::BLK_BYTES + (uint32_t)o + 16u * (uint32_t)lane);
+                                for (int o = 0; o < CF::BLK_BYTES; o += 512)
+                                    st_shared_zero16(zst + CF::aslot((int)k) * (uint32_t)CF::BLK_BYTES + (uint32_t)o + 16u * (uint32_t)lane);
+                            }
+                            if (zero) fence_proxy_async_smem();
+                            zero = 0u;
                         }
-                        if (zero) fence_proxy_async_smem();
                         __syncwarp(); /* all lanes' zeros (and their fences) before lane 0 arms the stage */
                         if (lane == 0) ((volatile int *)&meta[2 * zslot + 1])[0] = (int)nheld;
                     }
@@ -747,47 +751,14 @@ __global__ void __launch_bounds__(384, 1)
                         }
                         if (val[j] && p.diag != 2 && p.diag != 3) tma_load_3d(st + CF::B_BYTES + CF::slot(j, lane, ov) * CF::BLK_BYTES, &tmA, fb, 0, 0, blk[j]);
                     }
+                    /* zero_tma: the slots to zero (lane k: physical slot k) take a block past the end of A's map, which
+                       TMA fills with zeros (the map's out-of-bounds fill) */
+                    if (lane < CF::A_SLOTS && ((zero >> lane) & 1u))
+                        tma_load_3d(st + CF::B_BYTES + (uint32_t)lane * CF::BLK_BYTES, &tmA, fb, 0, 0, p.zblk);
                     ++done;
                     if (la < 2 && done >= 2 + la) look();
                 };
-                if constexpr (CF::CP == 2) {
-                    /* matched pairs (SmallCfg::CP): per window, lane l's `fit` = the window's entries with at most XG
-                       row groups in common with entry l (one ballot per group mask value); then the greedy match in
-                       list order, the same in every lane and every producer warp (so all number the stages alike) */
-                    constexpr int NG = R / CF::RG;
-                    uint32_t gi = 0;
-                    for (int wp = 0; wp < ul; wp += 32) {
-                        advance(wp);
-                        const bool inl = wp + lane < ul, okl = inl && (unsigned)c0.x < (unsigned)p.nb;
-                        uint32_t gml = 0u;
-#pragma unroll
-                        for (int q = 0; q < NG; ++q)
-                            gml |= okl && ((c0.y >> (q * CF::RG)) & CF::GMASK) ? 1u << q : 0u;
-                        uint32_t fit = 0u;
-#pragma unroll
-                        for (int v = 0; v < (1 << NG); ++v) {
-                            const uint32_t bv = __ballot_sync(0xffffffffu, inl && gml == (uint32_t)v);
-                            fit |= __popc((uint32_t)v & gml) <= CF::XG ? bv : 0u;
-                        }
-                        const bool lastw = wp + 32 >= ul;
-                        uint32_t avail = lastw ? (1u << (ul - wp - 1)) * 2u - 1u : 0xffffffffu;
-                        while (avail) {
-                            const int i0 = __ffs((int)avail) - 1;
-                            avail &= avail - 1u;
-                            const uint32_t cand = __shfl_sync(0xffffffffu, fit, i0) & avail;
-                            const uint32_t g0 = __shfl_sync(0xffffffffu, gml, i0);
-                            if (cand) {
-                                const int i1 = __ffs((int)cand) - 1;
-                                avail &= ~(1u << i1);
-                                const uint32_t g1 = __shfl_sync(0xffffffffu, gml, i1);
-                                stage(gi++, wp + i0, wp + i1, 2, g0 & g1, lastw && !avail);
-                            } else {
-                                stage(gi++, wp + i0, 0, 1, 0u, lastw && !avail);
-                            }
-                        }
-                    }
-                    ns = gi;
-                } else if constexpr (CF::CP == 1) {
+                if constexpr (CF::CP) {
                     /* pairs (e, e + 1) from the item's start; a pair whose common groups exceed XG splits. Each warp
                        computes every window's split mask (one ballot) and so numbers the stages like the others. */
                     uint32_t gi = 0;
@@ -807,17 +778,17 @@ __global__ void __launch_bounds__(384, 1)
                             const bool two = e + 1 < ul, lastp = e + 2 >= ul;
                             const uint32_t g0 = __shfl_sync(0xffffffffu, gml, 2 * k), g1 = __shfl_sync(0xffffffffu, gml, 2 * k + 1);
                             if ((sm >> (2 * k)) & 1u) {
-                                stage(gi++, e, 0, 1, 0u, false);
-                                stage(gi++, e + 1, 0, 1, 0u, lastp);
+                                stage(gi++, e, 1, 0u, false);
+                                stage(gi++, e + 1, 1, 0u, lastp);
                             } else {
-                                stage(gi++, e, e + 1, two ? 2 : 1, two ? (g0 & g1) : 0u, lastp);
+                                stage(gi++, e, two ? 2 : 1, two ? (g0 & g1) : 0u, lastp);
                             }
                         }
                     }
                     ns = gi;
                 } else {
                     for (uint32_t i = ((uint32_t)warp + CF::PW - gs % CF::PW) % CF::PW; i < ns; i += CF::PW)
-                        stage(i, (int)i * KC, (int)i * KC + 1, KC, 0u, i + 1 == ns); /* KC divides 32: a stage's entries share a window */
+                        stage(i, (int)i * KC, KC, 0u, i + 1 == ns); /* KC divides 32: a stage's entries share a window */
                 }
             }
             gs += ns;
