@@ -334,7 +334,8 @@ BSK_TEST(gpu_hopper_small_long_lists)
    the row slots, entry 1's groups that entry 0 also has go to overflow slots, and pairs with more of them split into
    two stages — every density from few collisions to all of them (d 1), skewed rows, tails, lists across many
    32-entry windows (pairs split at a window's last entry), few CTAs (ring phases across items); the absent-row
-   slots zeroed both ways (knob zero_tma: TMA loads of an out-of-bounds block, the default, or stores). */
+   slots zeroed both ways (knob zero_tma: TMA loads of an out-of-bounds block, the default up to 4 rows per wgmma, or
+   stores). */
 BSK_TEST(gpu_hopper_small_compact)
 {
     bsk_context *ctx = NULL;

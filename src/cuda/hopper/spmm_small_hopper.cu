@@ -79,11 +79,14 @@ static const double MIN_DENSITY_B16_FEW_ITEMS = 0.06;
 static const double RG2_BELOW_B32 = 0.3, RG4_BELOW_B16 = 0.2;
 
 /* With RG > 1 the row slots of absent rows in present groups are zeroed: by the producer warp's shared-memory stores
-   + a proxy fence (0, sessions 9-12), or as TMA loads of an out-of-bounds block (1, session 13): the producer warps
-   bound the b32 compact-pair kernel (cycle counters: each warp busy ~90 % of its time), and the loads take the
-   stores, their fence and a warp sync off them. H200, 8192^3 fp16, same run, alternated: b32 d 0.05 / 0.1 / 0.25
-   +2.9 / +3.8 / +4.4 % (bench/results/small_zt_probe_h200_2026-11-25_s13.txt). */
-static const int ZERO_TMA_DEFAULT = 1;
+   + a proxy fence (sessions 9-12), or as TMA loads of an out-of-bounds block (session 13) up to ZERO_TMA_MAX_RG rows
+   per wgmma: the producer warps bound the b32 compact-pair kernel (cycle counters: each warp busy ~90 % of its
+   time), and the loads take the stores, their fence and a warp sync off them. H200, 8192^3 fp16, same run,
+   alternated (bench/results/small_zt_probe_h200_2026-11-25_s13.txt): b32 RG 2 d 0.05 / 0.1 / 0.25 +2.6 / +3.7 /
+   +4.8 %, b32 RG 4 d 0.1 +5.8 %, b16 RG 4 d 0.05 / 0.1 +1.2 / +2.6 %; but b16 with all 16 rows per wgmma (d >= 0.2)
+   -15 / -30 % at d 0.25 / 0.5 (up to 15 zero boxes of 512 bytes per entry: the TMA unit's issue rate), so stores
+   there. */
+static const int ZERO_TMA_MAX_RG = 4;
 
 template <class CF, int DT, int CT>
 static bsk_status launch_small(bsk_context *ctx, const struct bsk_cuda_state *st, const bsk_bsr *A, const bsk_dense *B,
@@ -145,7 +148,7 @@ static bsk_status launch_small(bsk_context *ctx, const struct bsk_cuda_state *st
     p.band = (int)band;
     p.total = (unsigned)(G * nt);
     p.diag = bsk__hopper_small_tune.diag;
-    p.zero_tma = bsk__hopper_small_tune.zero_tma == 2 ? 1 : bsk__hopper_small_tune.zero_tma == 1 ? 0 : ZERO_TMA_DEFAULT;
+    p.zero_tma = bsk__hopper_small_tune.zero_tma == 2 ? 1 : bsk__hopper_small_tune.zero_tma == 1 ? 0 : CF::RG <= ZERO_TMA_MAX_RG;
     p.zblk = (int)nblk;
     p.prof = (long long *)bsk__hopper_small_tune.prof;
     bsk__hopper_small_tune.out_items = (int)(G * nt);

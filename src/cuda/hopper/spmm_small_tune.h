@@ -27,8 +27,9 @@ struct bsk_hopper_small_tune_s {
     int rows_per_mma; /* adjacent row slots per wgmma in the default stage shape (variant 0, both input dtypes):
                          0 by density (BS 32: 2 below d 0.3, else 1; BS 16: 4 below d 0.2, else 16), 1 one row
                          each (session 8), BS 32: 2 / 4 / 8, BS 16: 4 / 8 / 16 (session 9); others: as 1       */
-    int zero_tma;  /* RG > 1, the row slots of absent rows in present groups: 0 the default, 1 zeroed by shared-memory
-                      stores of the producer warp (+ proxy fence), 2 TMA loads of an out-of-bounds block (zero fill) */
+    int zero_tma;  /* RG > 1, the row slots of absent rows in present groups: 0 the default (TMA up to 4 rows per
+                      wgmma, else stores), 1 zeroed by shared-memory stores of the producer warp (+ proxy fence), 2
+                      TMA loads of an out-of-bounds block (zero fill) */
 };
 extern struct bsk_hopper_small_tune_s bsk__hopper_small_tune;
 #ifdef __cplusplus
