@@ -97,6 +97,7 @@ struct SmallParams {
     int zero_tma;           /* RG > 1: 1 the row slots to zero are TMA loads of a block past the end of A's map (zero
                                filled, part of the stage's bytes); 0 the producer warp stores zeros (+ proxy fence) */
     int zblk;               /* A's map extent in blocks: block index zblk is entirely out of bounds                 */
+    int walk;               /* TEMPORARY A/B */
 };
 
 /* -DBSK_SMALL_PROF: cycle counters, SMALL_PROF_N per CTA (summed by the probe). */
@@ -759,8 +760,12 @@ __global__ void __launch_bounds__(384, 1)
                     if (la < 2 && done >= 2 + la) look();
                 };
                 if constexpr (CF::CP) {
-                    /* pairs (e, e + 1) from the item's start; a pair whose common groups exceed XG splits. Each warp
-                       computes every window's split mask (one ballot) and so numbers the stages like the others. */
+                    /* pairs (e, e + 1) from the item's start; a pair whose common groups exceed XG splits into two
+                       stages. Every warp computes each window's split mask (one ballot) and, in lane k, pair k's first
+                       stage of the window; then it goes straight to its own stages (stage gs + gi + t is this warp's iff
+                       (gs + gi + t) % PW == warp), finding a stage's pair with one ballot: stepping through every pair
+                       of every window in every warp took ~23 % of the producer warps' time (ncu source counters,
+                       session 13), and the producer warps bind this kernel. */
                     uint32_t gi = 0;
                     for (int wp = 0; wp < ul; wp += 32) {
                         advance(wp);
@@ -773,17 +778,32 @@ __global__ void __launch_bounds__(384, 1)
                         const bool split = !(lane & 1) && wp + lane + 1 < ul && __popc(gml & gnext) > CF::XG;
                         const uint32_t sm = __ballot_sync(0xffffffffu, split);
                         const int np = (min(32, ul - wp) + 1) / 2;
-                        for (int k = 0; k < np; ++k) {
-                            const int e = wp + 2 * k;
-                            const bool two = e + 1 < ul, lastp = e + 2 >= ul;
-                            const uint32_t g0 = __shfl_sync(0xffffffffu, gml, 2 * k), g1 = __shfl_sync(0xffffffffu, gml, 2 * k + 1);
-                            if ((sm >> (2 * k)) & 1u) {
-                                stage(gi++, e, 1, 0u, false);
-                                stage(gi++, e + 1, 1, 0u, lastp);
-                            } else {
-                                stage(gi++, e, two ? 2 : 1, two ? (g0 & g1) : 0u, lastp);
+                        if (p.walk) { /* TEMPORARY A/B: the session-12 walk */
+                            for (int k = 0; k < np; ++k) {
+                                const int e = wp + 2 * k;
+                                const bool two = e + 1 < ul, lastp = e + 2 >= ul;
+                                const uint32_t g0 = __shfl_sync(0xffffffffu, gml, 2 * k), g1 = __shfl_sync(0xffffffffu, gml, 2 * k + 1);
+                                if ((sm >> (2 * k)) & 1u) {
+                                    stage(gi++, e, 1, 0u, false);
+                                    stage(gi++, e + 1, 1, 0u, lastp);
+                                } else {
+                                    stage(gi++, e, two ? 2 : 1, two ? (g0 & g1) : 0u, lastp);
+                                }
                             }
+                            continue;
                         }
+                        /* lane k < np: the first stage of pair k in the window (pairs before it that split take two) */
+                        const int sk = lane + __popc(sm & (lane < 16 ? (1u << (2 * lane)) - 1u : 0xffffffffu));
+                        const uint32_t nsw = (uint32_t)(np + __popc(sm));
+                        for (uint32_t t = ((uint32_t)warp + CF::PW - (gs + gi) % CF::PW) % CF::PW; t < nsw; t += CF::PW) {
+                            const int k = __popc(__ballot_sync(0xffffffffu, lane < np && (uint32_t)sk <= t)) - 1;
+                            const int e = wp + 2 * k;
+                            const uint32_t g0 = __shfl_sync(0xffffffffu, gml, 2 * k), g1 = __shfl_sync(0xffffffffu, gml, 2 * k + 1);
+                            const int s0 = __shfl_sync(0xffffffffu, sk, k);
+                            const bool sp = (sm >> (2 * k)) & 1u, second = sp && t != (uint32_t)s0, two = !sp && e + 1 < ul;
+                            stage(gi + t, e + (second ? 1 : 0), two ? 2 : 1, two ? (g0 & g1) : 0u, e + 2 >= ul && (!sp || second));
+                        }
+                        gi += nsw;
                     }
                     ns = gi;
                 } else {
