@@ -48,12 +48,11 @@ typedef struct {
     int64_t size;
     int rg; /* rows_per_mma (0: the default) */
     int zt; /* zero_tma knob (0: the default) */
-    int wk; /* TEMPORARY */
 } cfg;
 
 int main(int argc, char **argv)
 {
-    int ab = 0, diag = 0, prof = 0, s2048 = 0, cross = 0, rgs = 0, rgdiag = 0, run2 = 0, alias = 0, compact = 0, zt = 0, wk = 0;
+    int ab = 0, diag = 0, prof = 0, s2048 = 0, cross = 0, rgs = 0, rgdiag = 0, run2 = 0, alias = 0, compact = 0, zt = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--ab")) ab = 1;
         else if (!strcmp(argv[i], "--diag")) diag = 1;
@@ -66,7 +65,6 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--alias")) alias = 1;
         else if (!strcmp(argv[i], "--compact")) compact = 1;
         else if (!strcmp(argv[i], "--zt")) zt = 1;
-        else if (!strcmp(argv[i], "--wk")) wk = 1;
         else if (!strcmp(argv[i], "--iters") && i + 1 < argc) ITERS = atoi(argv[++i]);
     }
     if (ITERS < 1 || ITERS > 256) ITERS = 20;
@@ -193,12 +191,6 @@ int main(int argc, char **argv)
             for (int k = 0; k < 4; k++) ADD(.b = 16, .d = d16[di], .zt = zz[k], .size = 8192);
         for (int k = 0; k < 4; k++) ADD(.b = 32, .d = 0.10, .rg = 4, .zt = zz[k], .size = 8192);
     }
-    if (wk) { /* TEMPORARY: own-stage walk vs the session-12 walk, alternated new old old new, b32 RG 2 and 4 */
-        const double da[4] = {0.05, 0.10, 0.25, 0.50};
-        const int ww[4] = {0, 1, 1, 0};
-        for (int di = 0; di < 4; di++)
-            for (int k = 0; k < 4; k++) ADD(.b = 32, .d = da[di], .rg = di == 3 ? 2 : 0, .wk = ww[k], .size = 8192);
-    }
     if (s2048) {
         for (int di = 0; di < 3; di++)
             for (int k = 0; k < 10; k++) ADD(.b = 32, .d = ds[di], .v = order[k], .size = 2048);
@@ -238,7 +230,6 @@ int main(int argc, char **argv)
         bsk__hopper_small_tune.max_ctas = c.maxc;
         bsk__hopper_small_tune.rows_per_mma = c.rg;
         bsk__hopper_small_tune.zero_tma = c.zt;
-        bsk__hopper_small_tune.walk = c.wk;
         bsk_dense B = {S_, S_, S_, BSK_F16, BSK_MEM_DEVICE, dB}, C = {S_, S_, S_, BSK_F16, BSK_MEM_DEVICE, dC};
         probe_spmm_arg sa = {ctx, &A, &B, &C};
         double err = -1;
@@ -259,8 +250,8 @@ int main(int argc, char **argv)
         }
         const double ms = time_it(probe_run_spmm, &sa);
         const double tf = 2.0 * (double)A.nnzb * c.b * c.b * (double)S_ / (ms * 1e-3) * 1e-12;
-        snprintf(table[nt], 200, "%5lld %3d %5.3f v%d rg %2d zt %d wk %d diag %d ctas %3d | %8.3f ms %7.1f TFLOPS E %.3f err %9.2e %s",
-                 (long long)S_, c.b, c.d, c.v, c.rg, c.zt, c.wk, c.diag, c.maxc ? c.maxc : bsk__hopper_small_tune.out_grid, ms, tf,
+        snprintf(table[nt], 200, "%5lld %3d %5.3f v%d rg %2d zt %d diag %d ctas %3d | %8.3f ms %7.1f TFLOPS E %.3f err %9.2e %s",
+                 (long long)S_, c.b, c.d, c.v, c.rg, c.zt, c.diag, c.maxc ? c.maxc : bsk__hopper_small_tune.out_grid, ms, tf,
                  tf / dense[S_ == 2048], err, kern);
         printf("%s\n", table[nt]);
         if (prof) {

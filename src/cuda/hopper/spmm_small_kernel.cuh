@@ -97,7 +97,6 @@ struct SmallParams {
     int zero_tma;           /* RG > 1: 1 the row slots to zero are TMA loads of a block past the end of A's map (zero
                                filled, part of the stage's bytes); 0 the producer warp stores zeros (+ proxy fence) */
     int zblk;               /* A's map extent in blocks: block index zblk is entirely out of bounds                 */
-    int walk;               /* TEMPORARY A/B */
 };
 
 /* -DBSK_SMALL_PROF: cycle counters, SMALL_PROF_N per CTA (summed by the probe). */
@@ -778,20 +777,6 @@ __global__ void __launch_bounds__(384, 1)
                         const bool split = !(lane & 1) && wp + lane + 1 < ul && __popc(gml & gnext) > CF::XG;
                         const uint32_t sm = __ballot_sync(0xffffffffu, split);
                         const int np = (min(32, ul - wp) + 1) / 2;
-                        if (p.walk) { /* TEMPORARY A/B: the session-12 walk */
-                            for (int k = 0; k < np; ++k) {
-                                const int e = wp + 2 * k;
-                                const bool two = e + 1 < ul, lastp = e + 2 >= ul;
-                                const uint32_t g0 = __shfl_sync(0xffffffffu, gml, 2 * k), g1 = __shfl_sync(0xffffffffu, gml, 2 * k + 1);
-                                if ((sm >> (2 * k)) & 1u) {
-                                    stage(gi++, e, 1, 0u, false);
-                                    stage(gi++, e + 1, 1, 0u, lastp);
-                                } else {
-                                    stage(gi++, e, two ? 2 : 1, two ? (g0 & g1) : 0u, lastp);
-                                }
-                            }
-                            continue;
-                        }
                         /* lane k < np: the first stage of pair k in the window (pairs before it that split take two) */
                         const int sk = lane + __popc(sm & (lane < 16 ? (1u << (2 * lane)) - 1u : 0xffffffffu));
                         const uint32_t nsw = (uint32_t)(np + __popc(sm));

@@ -30,7 +30,6 @@ struct bsk_hopper_small_tune_s {
     int zero_tma;  /* RG > 1, the row slots of absent rows in present groups: 0 the default (TMA up to 4 rows per
                       wgmma, else stores), 1 zeroed by shared-memory stores of the producer warp (+ proxy fence), 2
                       TMA loads of an out-of-bounds block (zero fill) */
-    int walk; /* TEMPORARY A/B */
 };
 extern struct bsk_hopper_small_tune_s bsk__hopper_small_tune;
 #ifdef __cplusplus
