@@ -66,7 +66,8 @@ static bsk_bsr mask_bsr(int64_t M, int64_t K, int b, bsk_dtype dt, int (*keep)(i
 }
 
 /* Both block sizes, both input dtypes, every output dtype; alpha random, beta random (C read) and zero (C
-   poisoned); M, K not multiples of anything, N a multiple of 8 (16-byte vectors all the way). */
+   poisoned); M, K not multiples of anything, N a multiple of 8 (16-byte vectors all the way); rows per wgmma
+   varied, the absent-row slots zeroed by the default way and by stores. */
 BSK_TEST(gpu_hopper_small_dtypes)
 {
     bsk_context *ctx = NULL;
@@ -86,9 +87,11 @@ BSK_TEST(gpu_hopper_small_dtypes)
                     /* rows per wgmma: fp16 input meets knob indices 0-4, bf16 1-4 (index 0: chosen by density) */
                     const int k = ii * 3 + oi + 2 * z;
                     bsk__hopper_small_tune.rows_per_mma = small_rg(b, k % 5 + (k >= 5));
+                    bsk__hopper_small_tune.zero_tma = z ? 0 : 1; /* absent-row slots: the default / stores */
                     run_case(t, ctx, &A, N, 8 * z, 8 * (1 - z), outs[oi], alpha, beta, small_name(b));
                 }
                 bsk__hopper_small_tune.rows_per_mma = 0;
+                bsk__hopper_small_tune.zero_tma = 0;
                 bsk_bsr_free(&A);
             }
     bsk_destroy(ctx);
@@ -97,7 +100,8 @@ BSK_TEST(gpu_hopper_small_dtypes)
 
 /* Tails: N odd and N not a multiple of 8 (element-wise stores at the row end, ld padded to keep 16-byte rows), N
    below one 64-column half (a whole consumer past N) and below 8, K below one block (a partial single block
-   column: B's rows past K read as zero), M below one block row (M = 1 .. b-1), M = 1. */
+   column: B's rows past K read as zero), M below one block row (M = 1 .. b-1), M = 1; every rows-per-wgmma shape
+   with the absent-row slots zeroed by TMA (the default only up to 4 rows). */
 BSK_TEST(gpu_hopper_small_tails)
 {
     bsk_context *ctx = NULL;
@@ -107,6 +111,7 @@ BSK_TEST(gpu_hopper_small_tails)
     for (int b = 32; b >= 16; b /= 2)
     for (int gi = 1; gi < 5; gi++) { /* rows per wgmma: 1 and the grouped shapes */
         bsk__hopper_small_tune.rows_per_mma = small_rg(b, gi);
+        bsk__hopper_small_tune.zero_tma = 2; /* absent-row slots zeroed by TMA at every group width */
         const char *want = small_name(b);
         {
             const int64_t M = (int64_t)b * bsk_rng_int(r, 10, 17) + bsk_rng_int(r, 1, b - 1);

@@ -15,12 +15,13 @@
 
    CTA = 3 warpgroups:
      - WG0, the producers (setmaxnreg.dec): PW = 4 warps taking turns by stage (stage i of the CTA: warp i % PW;
-       one warp's serial issue chain, ~110 dependent SASS instructions per entry, was the limit: session 8). Per
+       one warp's serial issue chain, ~110 dependent SASS instructions per entry, was the limit: session 8; the
+       four warps still bound the b32 kernel in session 13, each busy ~90 % of its time). Per
        stage a warp takes KC entries (col, rowmask) of the group's union list (32 entries per coalesced load, the
        next 32 one chunk ahead, shuffled out) and TMA-loads, per entry, the B rows col*BS .. +BS-1 x the item's 128
        columns (two 64-column boxes, 128-byte swizzle) and the block of every present row into that row's fixed
        slot (3-D map over the values [nnzb][BS][BS], 64-byte swizzle at BS 32, 32-byte at BS 16; with RG > 1 it
-       first zeroes the slots that the consumers will read as absent rows, below; with CP (compact pairs, the b32
+       also zeroes the slots that the consumers will read as absent rows, below; with CP (compact pairs, the b32
        default at 2 rows per wgmma) a stage's two entries share R row slots plus a few overflow slots for entry 1's
        row groups that entry 0 also has, and a pair with more of them is issued as two stages). Lane r (< R)
        finds its row's block index without walking the entries before: per 32-entry window R ballots give it the
@@ -36,8 +37,10 @@
        K-major operand with the same descriptor). RG (session 9) by density: b32 2 below d 0.3 else 1, b16 4 below
        d 0.2 else 16 (all rows: 2 wgmmas per entry instead of up to 32 guarded slots per stage). With RG > 1 the
        absent rows of a present group must read zeros: the producer keeps per ring slot the mask of row slots that
-       still hold a block and zeroes (16-byte stores + proxy fence, before arming the stage) those of absent rows
-       in present groups; such rows then add B·0 (a non-finite B value reaches them, as in a dense product). The wgmma A operand is its 64 x BS slice of Bᵀ: the
+       still hold a block and zeroes those of absent rows in present groups — up to 4 rows per wgmma as TMA loads
+       of a block past the end of A's map (zero filled, part of the stage's bytes; session 13), above that by
+       16-byte stores + proxy fence before arming the stage; such rows then add B·0 (a non-finite B value reaches
+       them, as in a dense product). The wgmma A operand is its 64 x BS slice of Bᵀ: the
        B box read M-major (trans-a) from shared memory, the same tile for every row of the stage; the B operand
        is the row's block, K-major, from its slot (64 / 32-byte swizzle descriptor). Absent rows are skipped by a
        guard predicate on each wgmma of a compile-time unrolled loop (a branch around them made ptxas serialise
@@ -531,7 +534,7 @@ __global__ void __launch_bounds__(384, 1)
             return lane == 0 && warp == 0 ? atomicAdd(p.counter, 1u) + gridDim.x : 0u;
         };
         SPROF(long long pr_empty = 0, pr_stages = 0, pr_entries = 0, pr_blocks = 0; const long long pr_t0 = clock64();)
-        /* lane 0: wait for the slot (unless `waited`: the RG > 1 path waits first, see zero_slots), publish the meta
+        /* lane 0: wait for the slot (unless `waited`: the RG > 1 path waits first, for its zeroing), publish the meta
            record, arm the full barrier (loads follow) */
         auto open_stage = [&](uint32_t gsi, int4 mv, uint32_t bytes, bool waited = false) {
             const uint32_t slot = gsi % (uint32_t)CF::STAGES, ph = (gsi / (uint32_t)CF::STAGES) & 1u;
@@ -673,9 +676,11 @@ __global__ void __launch_bounds__(384, 1)
                         /* RG > 1: the consumers read every row slot of a group that has a present row, so the absent
                            ones must hold zeros. meta[2 * slot + 1].x is the mask of the slot's row slots that still
                            hold a block (all set at the start: shared memory is not cleared); once the consumers have
-                           released the slot, the warp zeroes those of absent rows in present groups (plain 16-byte
-                           stores, then the proxy fence: wgmma reads them through the async proxy) and records what
-                           the slot will hold. Row slots of absent groups keep what they hold: no wgmma reads them. */
+                           released the slot, the warp zeroes those of absent rows in present groups and records what
+                           the slot will hold: with zero_tma as TMA loads of an out-of-bounds block, issued with the
+                           stage's other loads after the arming (their bytes counted in it); else here, by plain 16-byte
+                           stores and then the proxy fence (wgmma reads them through the async proxy). Row slots of
+                           absent groups keep what they hold: no wgmma reads them. */
                         const uint32_t gsi = gs + i, zslot = gsi % (uint32_t)CF::STAGES;
                         if (lane == 0) {
                             SPROF(const long long tw0 = clock64();)
@@ -731,7 +736,7 @@ __global__ void __launch_bounds__(384, 1)
                             if (zero) fence_proxy_async_smem();
                             zero = 0u;
                         }
-                        __syncwarp(); /* all lanes' zeros (and their fences) before lane 0 arms the stage */
+                        __syncwarp(); /* (stores) all lanes' zeros and their fences before lane 0 arms the stage */
                         if (lane == 0) ((volatile int *)&meta[2 * zslot + 1])[0] = (int)nheld;
                     }
                     if (lane == 0)
