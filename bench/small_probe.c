@@ -52,7 +52,7 @@ typedef struct {
 
 int main(int argc, char **argv)
 {
-    int ab = 0, diag = 0, prof = 0, s2048 = 0, cross = 0, rgs = 0, rgdiag = 0, run2 = 0, alias = 0, compact = 0, zt = 0;
+    int ab = 0, diag = 0, prof = 0, s2048 = 0, cross = 0, rgs = 0, rgdiag = 0, run2 = 0, alias = 0, compact = 0, zt = 0, regs = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--ab")) ab = 1;
         else if (!strcmp(argv[i], "--diag")) diag = 1;
@@ -65,6 +65,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--alias")) alias = 1;
         else if (!strcmp(argv[i], "--compact")) compact = 1;
         else if (!strcmp(argv[i], "--zt")) zt = 1;
+        else if (!strcmp(argv[i], "--regs")) regs = 1;
         else if (!strcmp(argv[i], "--iters") && i + 1 < argc) ITERS = atoi(argv[++i]);
     }
     if (ITERS < 1 || ITERS > 256) ITERS = 20;
@@ -190,6 +191,13 @@ int main(int argc, char **argv)
         for (int di = 0; di < 4; di++)
             for (int k = 0; k < 4; k++) ADD(.b = 16, .d = d16[di], .zt = zz[k], .size = 8192);
         for (int k = 0; k < 4; k++) ADD(.b = 32, .d = 0.10, .rg = 4, .zt = zz[k], .size = 8192);
+    }
+    if (regs) { /* session 14 (prepared in 13): variant 10 = the default with 88 producer / 208 consumer registers, vs the
+                   default (72 / 216: the producer spills 8 bytes), alternated 0 10 10 0, b32 8192^3 */
+        const double da[4] = {0.05, 0.10, 0.25, 0.50};
+        const int vv[4] = {0, 10, 10, 0};
+        for (int di = 0; di < 4; di++)
+            for (int k = 0; k < 4; k++) ADD(.b = 32, .d = da[di], .v = vv[k], .rg = di == 3 ? 2 : 0, .size = 8192);
     }
     if (s2048) {
         for (int di = 0; di < 3; di++)

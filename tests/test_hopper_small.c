@@ -349,7 +349,7 @@ BSK_TEST(gpu_hopper_small_compact)
     const struct bsk_hopper_small_tune_s saved = bsk__hopper_small_tune;
     bsk_rng *r = bsk_test_rng();
     const double ds[6] = {0.05, 0.15, 0.3, 0.6, 1.0, 0.3};
-    for (int v = 0; v < 3; v++) { /* the default with 2 rows per wgmma (fp16, bf16), variant 8, variant 9 */
+    for (int v = 0; v < 4; v++) { /* the default with 2 rows per wgmma (fp16, bf16), variants 8, 9, 10 */
         bsk__hopper_small_tune.variant = v == 0 ? 0 : 7 + v;
         bsk__hopper_small_tune.rows_per_mma = v == 0 ? 2 : 0;
         for (int di = 0; di < 6; di++) {

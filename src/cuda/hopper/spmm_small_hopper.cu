@@ -55,6 +55,9 @@ typedef SmallCfg<32, 2, 6, true, 1, 4, 2, false, 8> Cfg32a;
    lost 10-18 %. Variant 9: the previous default (Cfg32g2, 4 x 48 KB). */
 typedef SmallCfg<32, 2, 5, true, 1, 4, 2, false, 12, true> Cfg32cp;
 typedef SmallCfg<32, 2, 6, true, 1, 4, 2, false, 8, true> Cfg32cp0;
+/* Experiment (fp16, variant 10; prepared in session 13, not yet measured): the default compact pairs with 88 producer
+   registers and 208 per consumer thread (72 / 216 spill 8 bytes in the producer since the own-stage walk). */
+typedef SmallCfg<32, 2, 5, true, 1, 4, 2, false, 12, true, 88> Cfg32cpr;
 
 /* Below these block densities (nnzb / (mb * nb)) the portable mma.sync kernel is faster, so this kernel declines
    (bsk__hopper_small_tune.force takes every case; the tests use it). Measured at 8192^3 fp16 on an H100, same run,
@@ -254,6 +257,7 @@ bsk_status bsk_hopper_spmm_small(bsk_context *ctx, bsk_op op, float alpha, const
         if (v == 7 && !bf) return by_out_f16<Cfg32a>(ctx, st, A, B, alpha, beta, C, name);
         if (v == 8 && !bf) return by_out_f16<Cfg32cp0>(ctx, st, A, B, alpha, beta, C, name);
         if (v == 9 && !bf) return by_out_f16<Cfg32g2>(ctx, st, A, B, alpha, beta, C, name);
+        if (v == 10 && !bf) return by_out_f16<Cfg32cpr>(ctx, st, A, B, alpha, beta, C, name);
         if (rg == 2) return by_out<Cfg32cp>(ctx, st, bf, A, B, alpha, beta, C, name);
         if (rg == 4) return by_out<Cfg32g4>(ctx, st, bf, A, B, alpha, beta, C, name);
         if (rg == 8) return by_out<Cfg32g8>(ctx, st, bf, A, B, alpha, beta, C, name);

@@ -113,7 +113,7 @@ enum { SM_LAST = 1, SM_END = 2 };
 /* Compile-time shape. KC union entries (block columns) per stage; R = 256 / BS rows per group. A stage is
    [B box, consumer 0's 64 columns: KC*BS rows x 128 bytes][the same for consumer 1][A slots: KC x R blocks]. */
 template <int BS_, int KC_, int STAGES_, bool SS_ = true, int EPR_ = 64 / BS_, int PW_ = 1, int RG_ = 1, bool KO_ = false,
-          int AS_ = 0, bool CP_ = false>
+          int AS_ = 0, bool CP_ = false, int PREG_ = 72>
 struct SmallCfg {
     static constexpr int BS = BS_;
     /* SS: Bᵀ read by wgmma from the B box in shared memory (trans-a) and each stage's wgmma group left in flight
@@ -188,6 +188,11 @@ struct SmallCfg {
     static constexpr int TICK_OFF = META_OFF + STAGES_ * 32;    /* PW > 1: the next item's ticket, 2 slots    */
     static constexpr int SMEM = TICK_OFF + 16 + 1024;           /* + slack to align the base to 1024        */
     static constexpr int THREADS = 384;
+    /* registers per thread after setmaxnreg: the producer warpgroup's PREG, the consumers' what the CTA's 384 x 168
+       leaves, rounded down to a multiple of 8 (72: 216; 88: 208) */
+    static constexpr int PREG = PREG_;
+    static constexpr int CREG = (384 * 168 - 128 * PREG_) / 256 / 8 * 8;
+    static_assert(PREG_ % 8 == 0 && PREG_ >= 24 && CREG <= 256, "setmaxnreg counts");
 };
 
 /* ---------------------------------------------------------------- prep 1: the union lists */
@@ -487,9 +492,6 @@ BSK_SMALL_SMMA_SS(128)
 BSK_SMALL_SMMA_SS(256)
 #undef BSK_SMALL_SMMA_SS
 
-/* Registers per thread after setmaxnreg: 128 x PRODUCER + 256 x CONSUMER <= 384 x 168 (what the CTA got). */
-constexpr int SMALL_PRODUCER_REGS = 72, SMALL_CONSUMER_REGS = 216; /* 56 / 224 spilled 8-16 bytes in the producer */
-static_assert(128 * SMALL_PRODUCER_REGS + 256 * SMALL_CONSUMER_REGS <= 384 * 168, "register budget");
 
 template <class CF, int DT, int CT>
 __global__ void __launch_bounds__(384, 1)
@@ -519,7 +521,7 @@ __global__ void __launch_bounds__(384, 1)
 
     if (wg == 0) {
         /* ------------------------------------------------------------ producer */
-        setmaxnreg_dec<SMALL_PRODUCER_REGS>();
+        setmaxnreg_dec<CF::PREG>();
         if (warp >= CF::PW) return;
         const unsigned total = p.total;
         /* Stage gsi of this CTA (all producer warps count every stage) lives in ring slot gsi % STAGES, phase
@@ -817,7 +819,7 @@ __global__ void __launch_bounds__(384, 1)
         })
     } else {
         /* ------------------------------------------------------------ consumers */
-        setmaxnreg_inc<SMALL_CONSUMER_REGS>();
+        setmaxnreg_inc<CF::CREG>();
         const int c = wg - 1;
         /* R accumulator sets of BS/2 registers, flat: set r at [r * BS/2]; RG consecutive sets are the registers of
            one m64n(RG*BS) wgmma (register i of m64nN is column 8(i/4) + 2(lane%4) + i%2 of row 16w + lane/4 + 8((i/2)%2),

@@ -12,7 +12,8 @@ struct bsk_hopper_small_tune_s {
                       producer warps (default four; session 8); 5 / 6: BS 32, 2 / 4 rows per wgmma with the k16
                       steps issued outer (experiment, session 9); BS 32, session 12: 7 the two entries of a stage
                       aliased in one set of A slots (timing only: results wrong), 8 compact pairs without
-                      overflow slots, 9 the pre-compact-pair default at 2 rows per wgmma; -1: decline (the portable
+                      overflow slots, 9 the pre-compact-pair default at 2 rows per wgmma; 10 (session 13) the
+                      default with 88 producer / 208 consumer registers; -1: decline (the portable
                       path runs). 1-9 exist for fp16 input only (bf16 runs the default)                        */
     int force;     /* 1: take every case the kernel can do, ignoring the density crossover to the portable kernel */
     int band_mb;   /* L2 budget in MB for the A blocks of one band of row groups (default 16)                  */
