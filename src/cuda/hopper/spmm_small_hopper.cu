@@ -152,9 +152,6 @@ static bsk_status launch_small(bsk_context *ctx, const struct bsk_cuda_state *st
     p.total = (unsigned)(G * nt);
     p.diag = bsk__hopper_small_tune.diag;
     p.zero_tma = bsk__hopper_small_tune.zero_tma == 2 ? 1 : bsk__hopper_small_tune.zero_tma == 1 ? 0 : CF::RG <= ZERO_TMA_MAX_RG;
-    /* the TMA zero loads address row slot k directly (bit k of the mask): not with the aliased timing build
-       (variant 7), whose entries' row slots alias modulo A_SLOTS */
-    if (!CF::CP && CF::A_SLOTS < CF::KC * CF::R) p.zero_tma = 0;
     p.zblk = (int)nblk;
     p.prof = (long long *)bsk__hopper_small_tune.prof;
     bsk__hopper_small_tune.out_items = (int)(G * nt);

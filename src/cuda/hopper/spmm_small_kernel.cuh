@@ -758,10 +758,10 @@ __global__ void __launch_bounds__(384, 1)
                         }
                         if (val[j] && p.diag != 2 && p.diag != 3) tma_load_3d(st + CF::B_BYTES + CF::slot(j, lane, ov) * CF::BLK_BYTES, &tmA, fb, 0, 0, blk[j]);
                     }
-                    /* zero_tma: the slots to zero (lane k: physical slot k) take a block past the end of A's map, which
-                       TMA fills with zeros (the map's out-of-bounds fill) */
-                    if (lane < CF::A_SLOTS && ((zero >> lane) & 1u))
-                        tma_load_3d(st + CF::B_BYTES + (uint32_t)lane * CF::BLK_BYTES, &tmA, fb, 0, 0, p.zblk);
+                    /* zero_tma: the slots to zero (lane k: bit k, its slot aslot(k), as the stores take it) take a block
+                       past the end of A's map, which TMA fills with zeros (the map's out-of-bounds fill) */
+                    if (lane < CF::KC * CF::R && ((zero >> lane) & 1u))
+                        tma_load_3d(st + CF::B_BYTES + CF::aslot(lane) * CF::BLK_BYTES, &tmA, fb, 0, 0, p.zblk);
                     ++done;
                     if (la < 2 && done >= 2 + la) look();
                 };
