@@ -192,12 +192,14 @@ int main(int argc, char **argv)
             for (int k = 0; k < 4; k++) ADD(.b = 16, .d = d16[di], .zt = zz[k], .size = 8192);
         for (int k = 0; k < 4; k++) ADD(.b = 32, .d = 0.10, .rg = 4, .zt = zz[k], .size = 8192);
     }
-    if (regs) { /* session 14 (prepared in 13): variant 10 = the default with 88 producer / 208 consumer registers, vs the
-                   default (72 / 216: the producer spills 8 bytes), alternated 0 10 10 0, b32 8192^3 */
+    if (regs) { /* session 14: variant 10 = the default with 88 producer / 208 consumer registers (72 / 216 spill in the
+                   producer), 11 / 12 = the B region entry-major (4-D B boxes: one per entry, one per stage of two
+                   adjacent columns) at 72 / 88, vs the default, alternated 0 10 11 12 12 11 10 0, b32 8192^3 (d 0.5:
+                   2 rows per wgmma forced, the variants' shape) */
         const double da[4] = {0.05, 0.10, 0.25, 0.50};
-        const int vv[4] = {0, 10, 10, 0};
+        const int vv[8] = {0, 10, 11, 12, 12, 11, 10, 0};
         for (int di = 0; di < 4; di++)
-            for (int k = 0; k < 4; k++) ADD(.b = 32, .d = da[di], .v = vv[k], .rg = di == 3 ? 2 : 0, .size = 8192);
+            for (int k = 0; k < 8; k++) ADD(.b = 32, .d = da[di], .v = vv[k], .rg = di == 3 ? 2 : 0, .size = 8192);
     }
     if (s2048) {
         for (int di = 0; di < 3; di++)
@@ -258,9 +260,9 @@ int main(int argc, char **argv)
         }
         const double ms = time_it(probe_run_spmm, &sa);
         const double tf = 2.0 * (double)A.nnzb * c.b * c.b * (double)S_ / (ms * 1e-3) * 1e-12;
-        snprintf(table[nt], 200, "%5lld %3d %5.3f v%d rg %2d zt %d diag %d ctas %3d | %8.3f ms %7.1f TFLOPS E %.3f err %9.2e %s",
+        snprintf(table[nt], 200, "%5lld %3d %5.3f v%d rg %2d zt %d diag %d ctas %3d | %8.3f ms %7.1f TFLOPS E %.3f err %9.2e %s%s",
                  (long long)S_, c.b, c.d, c.v, c.rg, c.zt, c.diag, c.maxc ? c.maxc : bsk__hopper_small_tune.out_grid, ms, tf,
-                 tf / dense[S_ == 2048], err, kern);
+                 tf / dense[S_ == 2048], err, kern, bsk__hopper_small_tune.out_b4 ? " b4" : "");
         printf("%s\n", table[nt]);
         if (prof) {
             char pl[300];

@@ -234,6 +234,18 @@ __device__ __forceinline__ void st_shared_zero16(uint32_t addr)
     asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(addr), "r"(0u) : "memory");
 }
 __device__ __forceinline__ void fence_proxy_async_smem() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+/* One 32-bit word to / from shared memory by its shared-window address, never cached in a register or reordered
+   across other memory operations (a word handed between warps at a named barrier). */
+__device__ __forceinline__ void st_shared_u32(uint32_t addr, uint32_t v)
+{
+    asm volatile("st.volatile.shared.u32 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
+}
+__device__ __forceinline__ uint32_t ld_shared_u32(uint32_t addr)
+{
+    uint32_t v;
+    asm volatile("ld.volatile.shared.u32 %0, [%1];\n" : "=r"(v) : "r"(addr) : "memory");
+    return v;
+}
 /* Named barrier over `count` threads (ids 1..15; 0 is __syncthreads). */
 __device__ __forceinline__ void named_bar_sync(int id, int count)
 {
