@@ -52,7 +52,7 @@ typedef struct {
 
 int main(int argc, char **argv)
 {
-    int ab = 0, diag = 0, prof = 0, s2048 = 0, cross = 0, rgs = 0, rgdiag = 0, run2 = 0, alias = 0, compact = 0, zt = 0, regs = 0;
+    int ab = 0, diag = 0, prof = 0, s2048 = 0, cross = 0, rgs = 0, rgdiag = 0, run2 = 0, alias = 0, compact = 0, zt = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--ab")) ab = 1;
         else if (!strcmp(argv[i], "--diag")) diag = 1;
@@ -65,7 +65,6 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--alias")) alias = 1;
         else if (!strcmp(argv[i], "--compact")) compact = 1;
         else if (!strcmp(argv[i], "--zt")) zt = 1;
-        else if (!strcmp(argv[i], "--regs")) regs = 1;
         else if (!strcmp(argv[i], "--iters") && i + 1 < argc) ITERS = atoi(argv[++i]);
     }
     if (ITERS < 1 || ITERS > 256) ITERS = 20;
@@ -192,15 +191,6 @@ int main(int argc, char **argv)
             for (int k = 0; k < 4; k++) ADD(.b = 16, .d = d16[di], .zt = zz[k], .size = 8192);
         for (int k = 0; k < 4; k++) ADD(.b = 32, .d = 0.10, .rg = 4, .zt = zz[k], .size = 8192);
     }
-    if (regs) { /* session 14: variant 10 = the default with 88 producer / 208 consumer registers (72 / 216 spill in the
-                   producer), 11 / 12 = the B region entry-major (4-D B boxes: one per entry, one per stage of two
-                   adjacent columns) at 72 / 88, vs the default, alternated 0 10 11 12 12 11 10 0, b32 8192^3 (d 0.5:
-                   2 rows per wgmma forced, the variants' shape) */
-        const double da[4] = {0.05, 0.10, 0.25, 0.50};
-        const int vv[8] = {0, 10, 11, 12, 12, 11, 10, 0};
-        for (int di = 0; di < 4; di++)
-            for (int k = 0; k < 8; k++) ADD(.b = 32, .d = da[di], .v = vv[k], .rg = di == 3 ? 2 : 0, .size = 8192);
-    }
     if (s2048) {
         for (int di = 0; di < 3; di++)
             for (int k = 0; k < 10; k++) ADD(.b = 32, .d = ds[di], .v = order[k], .size = 2048);
@@ -260,9 +250,9 @@ int main(int argc, char **argv)
         }
         const double ms = time_it(probe_run_spmm, &sa);
         const double tf = 2.0 * (double)A.nnzb * c.b * c.b * (double)S_ / (ms * 1e-3) * 1e-12;
-        snprintf(table[nt], 200, "%5lld %3d %5.3f v%d rg %2d zt %d diag %d ctas %3d | %8.3f ms %7.1f TFLOPS E %.3f err %9.2e %s%s",
+        snprintf(table[nt], 200, "%5lld %3d %5.3f v%d rg %2d zt %d diag %d ctas %3d | %8.3f ms %7.1f TFLOPS E %.3f err %9.2e %s",
                  (long long)S_, c.b, c.d, c.v, c.rg, c.zt, c.diag, c.maxc ? c.maxc : bsk__hopper_small_tune.out_grid, ms, tf,
-                 tf / dense[S_ == 2048], err, kern, bsk__hopper_small_tune.out_b4 ? " b4" : "");
+                 tf / dense[S_ == 2048], err, kern);
         printf("%s\n", table[nt]);
         if (prof) {
             char pl[300];

@@ -349,24 +349,19 @@ BSK_TEST(gpu_hopper_small_compact)
     const struct bsk_hopper_small_tune_s saved = bsk__hopper_small_tune;
     bsk_rng *r = bsk_test_rng();
     const double ds[6] = {0.05, 0.15, 0.3, 0.6, 1.0, 0.3};
-    for (int v = 0; v < 6; v++) { /* the default with 2 rows per wgmma (fp16, bf16), variants 8 - 12 */
+    for (int v = 0; v < 3; v++) { /* the default with 2 rows per wgmma (fp16, bf16), variants 8, 9 */
         bsk__hopper_small_tune.variant = v == 0 ? 0 : 7 + v;
         bsk__hopper_small_tune.rows_per_mma = v == 0 ? 2 : 0;
-        const int b4 = v >= 4; /* variants 11, 12: the B region entry-major, 4-D B boxes where N % 64 == K % 32 == 0 */
         for (int di = 0; di < 6; di++) {
             bsk__hopper_small_tune.max_ctas = di % 2 ? 3 : 0;
             bsk__hopper_small_tune.zero_tma = 1 + (di + v) % 2; /* absent-row slots zeroed by stores / by TMA */
             const int64_t M = 32 * (int64_t)bsk_rng_int(r, 20, 40) + bsk_rng_int(r, 0, 31);
-            /* b4: K a multiple of 32 but at d 0.3 (4-D boxes, adjacent columns paired or not at every density) */
-            const int64_t K = 32 * (int64_t)bsk_rng_int(r, 8, 90) + (b4 && di != 2 ? 0 : bsk_rng_int(r, 0, 31));
+            const int64_t K = 32 * (int64_t)bsk_rng_int(r, 8, 90) + bsk_rng_int(r, 0, 31);
             bsk_bsr A = spmm_random_bsr(M, K, 32, ds[di], di == 5 ? BSK_PATTERN_SKEWED : BSK_PATTERN_UNIFORM,
                                         v == 0 && di % 2 ? BSK_BF16 : BSK_F16);
-            const int64_t N = b4 ? 64 * bsk_rng_int(r, 3, 8) : 8 * bsk_rng_int(r, 20, 60);
-            run_case(t, ctx, &A, N, b4 ? 8 * di : 0, 0, BSK_F32, 1.0f, 0.0f, "hopper-wgmma-b32s");
-            if (b4) CHECK(bsk__hopper_small_tune.out_b4 == (K % 32 == 0)); /* the 4-D views exactly where they fit */
+            run_case(t, ctx, &A, 8 * bsk_rng_int(r, 20, 60), 0, 0, BSK_F32, 1.0f, 0.0f, "hopper-wgmma-b32s");
             const int64_t No = 2 * bsk_rng_int(r, 30, 90) + 1, pad = 8 - No % 8;
             run_case(t, ctx, &A, No, pad, pad, BSK_F16, -0.5f, 0.75f, "hopper-wgmma-b32s");
-            if (b4) CHECK(bsk__hopper_small_tune.out_b4 == 0); /* N odd: the 2-D boxes into the entry-major layout */
             bsk_bsr_free(&A);
         }
         bsk_bsr W = mask_bsr(40, 32 * 4200, 32, BSK_F16, keep_wide);
@@ -405,7 +400,7 @@ BSK_TEST(gpu_hopper_small_malformed_indices_safe)
         dB.data = spmm_dev_copy(B.data, spmm_dense_bytes(&B));
         dC.data = spmm_dev_copy(C.data, spmm_dense_bytes(&C));
         REQUIRE(dB.data && dC.data);
-        for (int v = 0; v < 13; v++) { /* 5-7: the default shape with rows grouped per wgmma (small_rg 2-4); 8-12:
+        for (int v = 0; v < 10; v++) { /* 5-7: the default shape with rows grouped per wgmma (small_rg 2-4); 8, 9:
                                            the compact-pair stages (b32) */
             bsk__hopper_small_tune.variant = v < 5 || v >= 8 ? v : 0;
             bsk__hopper_small_tune.rows_per_mma = v < 5 || v >= 8 ? 0 : small_rg(b, v - 3);

@@ -11,7 +11,7 @@
 
 using namespace bsk_small;
 
-struct bsk_hopper_small_tune_s bsk__hopper_small_tune = {0, 0, 0, 0, 0, 0, 0, NULL, 0, 0, 0, 0, 0};
+struct bsk_hopper_small_tune_s bsk__hopper_small_tune = {0, 0, 0, 0, 0, 0, 0, NULL, 0, 0, 0, 0};
 
 /* Stage shapes (docs/hopper-spmm-notes.md, session 4, run 2; producer warps: session 8). Default (variant 0), Bᵀ
    read from shared memory by wgmma, one stage's wgmmas left in flight while the next stage's are issued, and four
@@ -52,17 +52,12 @@ typedef SmallCfg<32, 2, 6, true, 1, 4, 2, false, 8> Cfg32a;
    deep instead of 4 x 48 KB), pairs with more than two common row groups split in two — the b32 default with 2 rows
    per wgmma (H200, 8192^3, same run: d 0.05 level, d 0.1 +3.6 %, d 0.25 +5.6 %; at d 0.5 -12 % against one row per
    wgmma, which stays there). Without overflow slots (6 x 32 KB, variant 8) ~37 % of the pairs split at d 0.1 and it
-   lost 10-18 %. Variant 9: the previous default (Cfg32g2, 4 x 48 KB). */
-typedef SmallCfg<32, 2, 5, true, 1, 4, 2, false, 12, true> Cfg32cp;
+   lost 10-18 %. Variant 9: the previous default (Cfg32g2, 4 x 48 KB).
+   Producer registers (session 14): 88, the consumers 208 (at 72 / 216 the producer spilled 8 bytes since the
+   own-stage walk): H200, 8192^3, same run, alternated: +1.3 / +0.8 / +0.5 / +0.6 % at d 0.05 / 0.1 / 0.25 / 0.5
+   (bench/results/small_regs_probe_h200_2026-11-25_s14.txt). */
+typedef SmallCfg<32, 2, 5, true, 1, 4, 2, false, 12, true, 88> Cfg32cp;
 typedef SmallCfg<32, 2, 6, true, 1, 4, 2, false, 8, true> Cfg32cp0;
-/* Experiment (fp16, variant 10; prepared in session 13, not yet measured): the default compact pairs with 88 producer
-   registers and 208 per consumer thread (72 / 216 spill 8 bytes in the producer since the own-stage walk). */
-typedef SmallCfg<32, 2, 5, true, 1, 4, 2, false, 12, true, 88> Cfg32cpr;
-/* Experiment (fp16, variants 11 / 12, session 14): the default compact pairs with the B region entry-major
-   (SmallCfg::B4): one TMA box per entry for both consumers, one per stage when its two block columns are adjacent
-   (4-D views of B when N % 64 == 0 and K % 32 == 0), at 72 / 88 producer registers. */
-typedef SmallCfg<32, 2, 5, true, 1, 4, 2, false, 12, true, 72, true> Cfg32cp4;
-typedef SmallCfg<32, 2, 5, true, 1, 4, 2, false, 12, true, 88, true> Cfg32cp4r;
 
 /* Below these block densities (nnzb / (mb * nb)) the portable mma.sync kernel is faster, so this kernel declines
    (bsk__hopper_small_tune.force takes every case; the tests use it). Measured at 8192^3 fp16 on an H100, same run,
@@ -111,28 +106,14 @@ static bsk_status launch_small(bsk_context *ctx, const struct bsk_cuda_state *st
         G * nt + 4096 >= INT32_MAX || A->nnzb + 64 >= INT32_MAX)
         return BSK_ERR_UNSUPPORTED;
 
-    CUtensorMap tmA, tmB, tmB2;
+    CUtensorMap tmA, tmB;
     bsk_status s;
     /* With no blocks nothing is loaded from A; any valid 16-byte-aligned address keeps the map legal. */
     const void *vals = A->nnzb ? A->values : B->data;
     const uint64_t nblk = A->nnzb ? (uint64_t)A->nnzb : 1u;
     if ((s = bsk_hopper_tmap_3d_swz(&tmA, vals, A->dtype, nblk, CF::BS, CF::BS, CF::BS, CF::BS, CF::BS * 2))) return s;
-    /* B4: B as [K / BS block columns][BS rows][N / 64 chunks][64 columns] (the chunk stride 128 bytes is below the
-       row stride: the view overlaps nothing, it only reorders), boxes of one entry (both consumers' 64 columns) and
-       of two adjacent entries. Only where the view covers B exactly (N % 64, K % BS zero): its boxes past N or K
-       would not read zeros but the next row's elements, past the end of B at the last one. */
-    int b4 = 0;
-    if (CF::B4 && N % 64 == 0 && K % CF::BS == 0) {
-        const cuuint64_t dims[4] = {64, (cuuint64_t)CF::BS, (cuuint64_t)(N / 64), (cuuint64_t)(K / CF::BS)};
-        const cuuint64_t strides[3] = {(cuuint64_t)B->ld * 2, 128, (cuuint64_t)B->ld * 2 * CF::BS};
-        const cuuint32_t box1[4] = {64, (cuuint32_t)CF::BS, 2, 1}, box2[4] = {64, (cuuint32_t)CF::BS, 2, 2};
-        b4 = !bsk_hopper_tmap_encode(&tmB, B->data, B->dtype, 4, dims, strides, box1) &&
-             !bsk_hopper_tmap_encode(&tmB2, B->data, B->dtype, 4, dims, strides, box2);
-    }
-    if (!b4 && (s = bsk_hopper_tmap_2d(&tmB, B->data, B->dtype, (uint64_t)K, (uint64_t)N, (uint64_t)B->ld, CF::BS, 64)))
+    if ((s = bsk_hopper_tmap_2d(&tmB, B->data, B->dtype, (uint64_t)K, (uint64_t)N, (uint64_t)B->ld, CF::BS, 64)))
         return s;
-    if (!b4) tmB2 = tmB;
-    bsk__hopper_small_tune.out_b4 = b4;
 
     /* workspace: queue head | ginfo[G] (int2) | order[G] (int4) | ent[nnzb] (int2) */
     const size_t off_ginfo = 256, off_order = off_ginfo + ((size_t)G * sizeof(int2) + 15) / 16 * 16;
@@ -172,7 +153,6 @@ static bsk_status launch_small(bsk_context *ctx, const struct bsk_cuda_state *st
     p.diag = bsk__hopper_small_tune.diag;
     p.zero_tma = bsk__hopper_small_tune.zero_tma == 2 ? 1 : bsk__hopper_small_tune.zero_tma == 1 ? 0 : CF::RG <= ZERO_TMA_MAX_RG;
     p.zblk = (int)nblk;
-    p.b4 = b4;
     p.prof = (long long *)bsk__hopper_small_tune.prof;
     bsk__hopper_small_tune.out_items = (int)(G * nt);
 
@@ -194,7 +174,7 @@ static bsk_status launch_small(bsk_context *ctx, const struct bsk_cuda_state *st
     bsk__hopper_small_tune.out_grid = grid;
 
     if ((s = bsk_hopper_launch(small_spmm_kernel<CF, DT, CT>, grid, CF::THREADS, CF::SMEM, stream,
-                               !bsk__hopper_small_tune.no_pdl, 1, tmA, tmB, tmB2, p)))
+                               !bsk__hopper_small_tune.no_pdl, 1, tmA, tmB, p)))
         return s;
     ctx->last_kernel = name;
     return BSK_SUCCESS;
@@ -274,9 +254,6 @@ bsk_status bsk_hopper_spmm_small(bsk_context *ctx, bsk_op op, float alpha, const
         if (v == 7 && !bf) return by_out_f16<Cfg32a>(ctx, st, A, B, alpha, beta, C, name);
         if (v == 8 && !bf) return by_out_f16<Cfg32cp0>(ctx, st, A, B, alpha, beta, C, name);
         if (v == 9 && !bf) return by_out_f16<Cfg32g2>(ctx, st, A, B, alpha, beta, C, name);
-        if (v == 10 && !bf) return by_out_f16<Cfg32cpr>(ctx, st, A, B, alpha, beta, C, name);
-        if (v == 11 && !bf) return by_out_f16<Cfg32cp4>(ctx, st, A, B, alpha, beta, C, name);
-        if (v == 12 && !bf) return by_out_f16<Cfg32cp4r>(ctx, st, A, B, alpha, beta, C, name);
         if (rg == 2) return by_out<Cfg32cp>(ctx, st, bf, A, B, alpha, beta, C, name);
         if (rg == 4) return by_out<Cfg32g4>(ctx, st, bf, A, B, alpha, beta, C, name);
         if (rg == 8) return by_out<Cfg32g8>(ctx, st, bf, A, B, alpha, beta, C, name);

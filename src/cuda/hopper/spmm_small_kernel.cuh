@@ -100,9 +100,6 @@ struct SmallParams {
     int zero_tma;           /* RG > 1: 1 the row slots to zero are TMA loads of a block past the end of A's map (zero
                                filled, part of the stage's bytes); 0 the producer warp stores zeros (+ proxy fence) */
     int zblk;               /* A's map extent in blocks: block index zblk is entirely out of bounds                 */
-    int b4;                 /* SmallCfg::B4 configurations: 1 the B maps are the 4-D views (tmB one entry, tmB2 two
-                               adjacent entries: N % 64 == 0 and K % BS == 0), 0 tmB is the 2-D map (two boxes per
-                               entry) and tmB2 unused                                                          */
 };
 
 /* -DBSK_SMALL_PROF: cycle counters, SMALL_PROF_N per CTA (summed by the probe). */
@@ -116,7 +113,7 @@ enum { SM_LAST = 1, SM_END = 2 };
 /* Compile-time shape. KC union entries (block columns) per stage; R = 256 / BS rows per group. A stage is
    [B box, consumer 0's 64 columns: KC*BS rows x 128 bytes][the same for consumer 1][A slots: KC x R blocks]. */
 template <int BS_, int KC_, int STAGES_, bool SS_ = true, int EPR_ = 64 / BS_, int PW_ = 1, int RG_ = 1, bool KO_ = false,
-          int AS_ = 0, bool CP_ = false, int PREG_ = 72, bool B4_ = false>
+          int AS_ = 0, bool CP_ = false, int PREG_ = 72>
 struct SmallCfg {
     static constexpr int BS = BS_;
     /* SS: Bᵀ read by wgmma from the B box in shared memory (trans-a) and each stage's wgmma group left in flight
@@ -175,17 +172,6 @@ struct SmallCfg {
     static constexpr int STAGE_BYTES = B_BYTES + A_BYTES;
     static_assert(STAGE_BYTES % 1024 == 0, "stages stay 1024-byte aligned (128-byte swizzle of the B boxes)");
     static constexpr int ENTRY_B_BYTES = 2 * BS_ * 128; /* the B bytes of one entry (both consumers)        */
-    /* B4 (session 14): the B region entry-major, [entry j][consumer c][BS rows][128 bytes], so that one TMA box of a
-       4-D view of B ({64 columns, BS rows, 64-column chunk, block column}) brings an entry's rows for both consumers,
-       and one box of two block columns a stage's two entries when their columns are adjacent (SmallParams::b4);
-       else [c][j][BS][128] (two 2-D boxes per entry). Either way each consumer's 64 x BS tile of an entry is
-       1024-byte aligned, 128-byte swizzled. */
-    static constexpr bool B4 = B4_;
-    static_assert(!B4_ || SS_, "B4: Bᵀ read from shared memory");
-    static __device__ __forceinline__ uint32_t boff(int j, int c)
-    {
-        return B4_ ? (uint32_t)(j * ENTRY_B_BYTES + c * BS_ * 128) : (uint32_t)(c * SUB_BYTES + j * BS_ * 128);
-    }
     /* A blocks: K-major B operand, rows of BS*2 bytes, swizzle of that width; 8-row groups SBO apart */
     static constexpr uint32_t A_SWZ = BS_ == 32 ? 2u : 3u; /* descriptor mode: 64-byte, 32-byte           */
     static constexpr uint32_t A_SBO = 8u * BS_ * 2u;
@@ -510,7 +496,7 @@ BSK_SMALL_SMMA_SS(256)
 template <class CF, int DT, int CT>
 __global__ void __launch_bounds__(384, 1)
     small_spmm_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB,
-                      const __grid_constant__ CUtensorMap tmB2, const SmallParams p)
+                      const SmallParams p)
 {
     constexpr int R = CF::R, BS = CF::BS, KC = CF::KC;
     extern __shared__ uint8_t smem_raw[];
@@ -529,7 +515,6 @@ __global__ void __launch_bounds__(384, 1)
         mbar_init_fence();
         tma_prefetch_desc(&tmA);
         tma_prefetch_desc(&tmB);
-        if (CF::B4 && p.b4) tma_prefetch_desc(&tmB2);
     }
     __syncthreads();
     grid_dep_wait(); /* the prep kernels' lists, order and counter are visible from here on */
@@ -627,8 +612,8 @@ __global__ void __launch_bounds__(384, 1)
                     if (CF::PW == 1) {
                         tn = __shfl_sync(0xffffffffu, pend, 0);
                     } else {
-                        /* through shared-memory loads and stores (a volatile generic pointer compiled to
-                           LD.E.STRONG.SYS: 3.5 % of the producer's stall samples, session 13) */
+                        /* shared-memory loads and stores (a volatile generic pointer compiled to LD.E.STRONG.SYS:
+                           3.5 % of the producer's stall samples, session 13) */
                         const uint32_t tk = tick + 4u * (items_seen & 1u);
                         if (warp == 0 && lane == 0) st_shared_u32(tk, pend);
                         /* not bar.sync (.aligned): the stage loop's lane-0 / per-row TMA branches may leave the
@@ -765,22 +750,13 @@ __global__ void __launch_bounds__(384, 1)
                     const uint32_t slot = (gs + i) % (uint32_t)CF::STAGES;
                     const uint32_t fb = full0 + 8 * slot;
                     const uint32_t st = sbase + slot * CF::STAGE_BYTES;
-                    /* B4 with the 4-D maps: the stage's two entries in one box when their block columns are
-                       adjacent (union lists are sorted: col[1] > col[0]), else one box per entry */
-                    const bool pair4 = CF::B4 && KC == 2 && p.b4 && (masks & (uint32_t)CF::RMASK) &&
-                                       ((masks >> R) & (uint32_t)CF::RMASK) && col[KC - 1] == col[0] + 1;
-                    if (pair4 && lane == 0 && p.diag != 3) tma_load_4d(st, &tmB2, fb, 0, 0, n0 / 64, col[0]);
 #pragma unroll
                     for (int j = 0; j < KC; ++j) {
                         const uint32_t vm = (masks >> (j * R)) & (uint32_t)CF::RMASK;
-                        if (lane == 0 && vm && p.diag != 3 && !pair4) {
-                            if (CF::B4 && p.b4) {
-                                tma_load_4d(st + CF::boff(j, 0), &tmB, fb, 0, 0, n0 / 64, col[j]);
-                            } else {
+                        if (lane == 0 && vm && p.diag != 3) {
 #pragma unroll
-                                for (int q = 0; q < 2; ++q)
-                                    tma_load_2d(st + CF::boff(j, q), &tmB, fb, n0 + 64 * q, col[j] * BS);
-                            }
+                            for (int q = 0; q < 2; ++q)
+                                tma_load_2d(st + q * CF::SUB_BYTES + j * BS * 128, &tmB, fb, n0 + 64 * q, col[j] * BS);
                         }
                         if (val[j] && p.diag != 2 && p.diag != 3) tma_load_3d(st + CF::B_BYTES + CF::slot(j, lane, ov) * CF::BLK_BYTES, &tmA, fb, 0, 0, blk[j]);
                     }
@@ -898,7 +874,7 @@ __global__ void __launch_bounds__(384, 1)
                             const int q = x % (R / CF::RG), ks = x / (R / CF::RG), r = q * CF::RG;
                             const uint32_t ab = st + CF::B_BYTES + CF::slot(j, r, 0u) * (uint32_t)CF::BLK_BYTES;
                             SMmaSS<BS * CF::RG, DT>::run(&acc[r * AW],
-                                                         smem_desc(st + CF::boff(j, c) + (uint32_t)(16 * ks) * 128u,
+                                                         smem_desc(st + (uint32_t)c * CF::SUB_BYTES + (uint32_t)(j * BS + 16 * ks) * 128u,
                                                                    8192u, 1024u),
                                                          smem_desc_swz(ab + 32u * ks, 16u, CF::A_SBO, CF::A_SWZ), (mj >> r) & CF::GMASK);
                         }
@@ -912,7 +888,7 @@ __global__ void __launch_bounds__(384, 1)
 #pragma unroll
                             for (int ks = 0; ks < CF::KS; ++ks)
                                 SMmaSS<BS * CF::RG, DT>::run(&acc[r * AW],
-                                                             smem_desc(st + CF::boff(j, c) + (uint32_t)(16 * ks) * 128u,
+                                                             smem_desc(st + (uint32_t)c * CF::SUB_BYTES + (uint32_t)(j * BS + 16 * ks) * 128u,
                                                                        8192u, 1024u),
                                                              smem_desc_swz(ab + 32u * ks, 16u, CF::A_SBO, CF::A_SWZ), (mj >> r) & CF::GMASK);
                         }

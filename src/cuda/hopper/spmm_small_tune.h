@@ -12,10 +12,8 @@ struct bsk_hopper_small_tune_s {
                       producer warps (default four; session 8); 5 / 6: BS 32, 2 / 4 rows per wgmma with the k16
                       steps issued outer (experiment, session 9); BS 32, session 12: 7 the two entries of a stage
                       aliased in one set of A slots (timing only: results wrong), 8 compact pairs without
-                      overflow slots, 9 the pre-compact-pair default at 2 rows per wgmma; 10 (session 13) the
-                      default with 88 producer / 208 consumer registers; 11 / 12 (session 14) the default with
-                      the B region entry-major (SmallCfg::B4) at 72 / 88 producer registers; -1: decline (the portable
-                      path runs). 1-12 exist for fp16 input only (bf16 runs the default)                        */
+                      overflow slots, 9 the pre-compact-pair default at 2 rows per wgmma; -1: decline (the portable
+                      path runs). 1-9 exist for fp16 input only (bf16 runs the default)                        */
     int force;     /* 1: take every case the kernel can do, ignoring the density crossover to the portable kernel */
     int band_mb;   /* L2 budget in MB for the A blocks of one band of row groups (default 16)                  */
     int max_ctas;  /* cap on the persistent grid (default: one CTA per SM)                                     */
@@ -32,7 +30,6 @@ struct bsk_hopper_small_tune_s {
     int zero_tma;  /* RG > 1, the row slots of absent rows in present groups: 0 the default (TMA up to 4 rows per
                       wgmma, else stores), 1 zeroed by shared-memory stores of the producer warp (+ proxy fence), 2
                       TMA loads of an out-of-bounds block (zero fill) */
-    int out_b4;    /* written by the launcher: 1 if B went through the 4-D views (SmallCfg::B4 configurations)  */
 };
 extern struct bsk_hopper_small_tune_s bsk__hopper_small_tune;
 #ifdef __cplusplus
