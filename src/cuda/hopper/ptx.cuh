@@ -568,6 +568,13 @@ __device__ __forceinline__ uint64_t smem_desc_swz(uint32_t addr, uint32_t lbo_by
     return d;
 }
 
+/* A descriptor moved by `units` x 16 bytes: only its 14-bit start-address field (bits 0-13) changes, without a carry
+   into the next field as long as the address stays below 256 KB (every shared-memory address does). */
+__device__ __forceinline__ uint64_t desc_advance(uint64_t d, uint32_t units)
+{
+    return (d & 0xFFFFFFFF00000000ull) | (uint64_t)((uint32_t)d + units);
+}
+
 /* D(64x32, f32) += A(64x16, registers: the m16n8k16 A fragment of each warp's 16 rows) * B(16x32, smem;
    TB = 0 K-major, 1 N-major), issued only when `on` is non-zero (a guard predicate: the same value in every
    thread of the warpgroup). Skipping through the guard instead of a branch around the call keeps ptxas from
@@ -732,6 +739,46 @@ __device__ __forceinline__ void wgmma_m64n64k16_ss_bf16_if(float *d, uint64_t da
           "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
           "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
         : "l"(da), "l"(db), "r"(scale_d), "r"(on), "n"(TA), "n"(TB));
+}
+
+/* Two k16 steps into one accumulator under one guard (D(64x64, f32) += A(64x32) * B(32x64) as two wgmmas, both
+   operands from shared memory, descriptors per step; always accumulating): one predicate test and one branch for
+   both instead of one each (the b32 consumers issue ~190 instructions per stage and bind, session 14). */
+template <int TA, int TB>
+__device__ __forceinline__ void wgmma_m64n64k32_ss_f16_if(float *d, uint64_t da0, uint64_t db0, uint64_t da1, uint64_t db1,
+                                                        int on)
+{
+    asm volatile(
+        "{\n.reg .pred p, q;\nsetp.ne.b32 p, 1, 0;\nsetp.ne.b32 q, %36, 0;\n"
+        "@q wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, %37, %38;\n"
+        "@q wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %34, %35, p, 1, 1, %37, %38;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), 
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), 
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), 
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+        : "l"(da0), "l"(db0), "l"(da1), "l"(db1), "r"(on), "n"(TA), "n"(TB));
+}
+template <int TA, int TB>
+__device__ __forceinline__ void wgmma_m64n64k32_ss_bf16_if(float *d, uint64_t da0, uint64_t db0, uint64_t da1, uint64_t db1,
+                                                        int on)
+{
+    asm volatile(
+        "{\n.reg .pred p, q;\nsetp.ne.b32 p, 1, 0;\nsetp.ne.b32 q, %36, 0;\n"
+        "@q wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, %37, %38;\n"
+        "@q wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %34, %35, p, 1, 1, %37, %38;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), 
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), 
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), 
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+        : "l"(da0), "l"(db0), "l"(da1), "l"(db1), "r"(on), "n"(TA), "n"(TB));
 }
 
 /* D(64x128, f32) += A(64x16, smem) * B(16x128, smem), issued only when `on` is non-zero (a guard predicate, the same

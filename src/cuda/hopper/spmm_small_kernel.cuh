@@ -113,7 +113,7 @@ enum { SM_LAST = 1, SM_END = 2 };
 /* Compile-time shape. KC union entries (block columns) per stage; R = 256 / BS rows per group. A stage is
    [B box, consumer 0's 64 columns: KC*BS rows x 128 bytes][the same for consumer 1][A slots: KC x R blocks]. */
 template <int BS_, int KC_, int STAGES_, bool SS_ = true, int EPR_ = 64 / BS_, int PW_ = 1, int RG_ = 1, bool KO_ = false,
-          int AS_ = 0, bool CP_ = false, int PREG_ = 72>
+          int AS_ = 0, bool CP_ = false, int PREG_ = 72, bool LEAN_ = true>
 struct SmallCfg {
     static constexpr int BS = BS_;
     /* SS: Bᵀ read by wgmma from the B box in shared memory (trans-a) and each stage's wgmma group left in flight
@@ -191,6 +191,8 @@ struct SmallCfg {
     /* registers per thread after setmaxnreg: the producer warpgroup's PREG, the consumers' what the CTA's 384 x 168
        leaves, rounded down to a multiple of 8 (72: 216; 88: 208) */
     static constexpr int PREG = PREG_;
+    /* LEAN (session 14, A/B only: false = the session-13 consumer issue code for the same-run comparison) */
+    static constexpr bool LEAN = LEAN_;
     static constexpr int CREG = (384 * 168 - 128 * PREG_) / 256 / 8 * 8;
     static_assert(PREG_ % 8 == 0 && PREG_ >= 24 && CREG <= 256, "setmaxnreg counts");
 };
@@ -491,6 +493,23 @@ BSK_SMALL_SMMA_SS(64)
 BSK_SMALL_SMMA_SS(128)
 BSK_SMALL_SMMA_SS(256)
 #undef BSK_SMALL_SMMA_SS
+/* SMmaSS2<N, DT>: the two k16 steps of a BS 32 block (N = 64: two rows per wgmma, the b32 default below d 0.3) into
+   one accumulator under one guard; ok = false where no such wrapper exists (one guarded wgmma per step then). */
+template <int N, int DT> struct SMmaSS2 { static constexpr bool ok = false; };
+template <> struct SMmaSS2<64, BSK_F16> {
+    static constexpr bool ok = true;
+    static __device__ __forceinline__ void run(float *d, uint64_t a0, uint64_t b0, uint64_t a1, uint64_t b1, int on)
+    {
+        wgmma_m64n64k32_ss_f16_if<1, 0>(d, a0, b0, a1, b1, on);
+    }
+};
+template <> struct SMmaSS2<64, BSK_BF16> {
+    static constexpr bool ok = true;
+    static __device__ __forceinline__ void run(float *d, uint64_t a0, uint64_t b0, uint64_t a1, uint64_t b1, int on)
+    {
+        wgmma_m64n64k32_ss_bf16_if<1, 0>(d, a0, b0, a1, b1, on);
+    }
+};
 
 
 template <class CF, int DT, int CT>
@@ -822,7 +841,10 @@ __global__ void __launch_bounds__(384, 1)
     } else {
         /* ------------------------------------------------------------ consumers */
         setmaxnreg_inc<CF::CREG>();
-        const int c = wg - 1;
+        /* the consumer index through a warp reduction: its result sits in a uniform register, so the compiler keeps
+           every descriptor derived from it there too (from threadIdx it built them in per-thread registers and moved
+           each over per wgmma: two R2UR per wgmma; session 14) */
+        const int c = CF::LEAN ? (int)__reduce_or_sync(0xffffffffu, (unsigned)(wg - 1)) : wg - 1;
         /* R accumulator sets of BS/2 registers, flat: set r at [r * BS/2]; RG consecutive sets are the registers of
            one m64n(RG*BS) wgmma (register i of m64nN is column 8(i/4) + 2(lane%4) + i%2 of row 16w + lane/4 + 8((i/2)%2),
            so set r of m64nBS is registers r*BS/2 .. of m64n(RG*BS) starting at row slot 0 of the group) */
@@ -850,13 +872,21 @@ __global__ void __launch_bounds__(384, 1)
         /* the record's masks and flags, through lane 0 (stage_record_read's reasoning) */
         auto read_mf = [&](int &masks, int &fl) {
             int mz = 0, mw = 0;
-            if (lane == 0) {
-                mz = meta[2 * s].z;
-                mw = meta[2 * s].w;
+            if (lane == 0) { /* shared-memory loads (through the generic pointer: LD.E, session 14) */
+                mz = (int)ld_shared_u32(sbase + CF::META_OFF + 32u * s + 8u);
+                mw = (int)ld_shared_u32(sbase + CF::META_OFF + 32u * s + 12u);
             }
             masks = __shfl_sync(0xffffffffu, mz, 0);
             fl = __shfl_sync(0xffffffffu, mw, 0);
         };
+        /* SS: the descriptors of stage 0's Bᵀ tile (this consumer, entry 0, k16 step 0) and of its A slot 0, built
+           once; a stage, entry, k16 step or slot only moves their start-address field (in 16-byte units: dBt / dAs
+           below, the stage's so), one add each instead of the mask-shift-or of a fresh descriptor per wgmma (ncu,
+           session 14: the consumers bind, ~190 instructions per stage) */
+        const uint64_t dA0 = smem_desc(sbase + (uint32_t)c * CF::SUB_BYTES, 8192u, 1024u);
+        const uint64_t dB0 = smem_desc_swz(sbase + CF::B_BYTES, 16u, CF::A_SBO, CF::A_SWZ);
+        auto dBt = [](int j, int ks) { return (uint32_t)((j * BS + 16 * ks) * 128 / 16); };
+        auto dAs = [](uint32_t sl, int ks) { return sl * (uint32_t)(CF::BLK_BYTES / 16) + 2u * (uint32_t)ks; };
         /* One stage's wgmmas for the rows in `masks` (guarded off for the others: see wgmma_*_if), not waited for.
            SS: Bᵀ straight from the B box: its 64 (n) x 16 (k) tile, stored k-row-major, is M-major for wgmma
            (trans-a), 128-byte swizzled, 8-row groups 1024 bytes apart (the op-T layout of spmm_kernel.cuh).
@@ -864,6 +894,7 @@ __global__ void __launch_bounds__(384, 1)
         auto issue = [&](int masks, uint32_t ov) {
             const uint32_t st = sbase + s * CF::STAGE_BYTES;
             if constexpr (CF::SS) {
+                const uint32_t so = s * (uint32_t)(CF::STAGE_BYTES >> 4);
                 wgmma_fence();
 #pragma unroll
                 for (int j = 0; j < KC; ++j) {
@@ -872,11 +903,8 @@ __global__ void __launch_bounds__(384, 1)
 #pragma unroll
                         for (int x = 0; x < R / CF::RG * CF::KS; ++x) { /* k16 step outer, row group inner */
                             const int q = x % (R / CF::RG), ks = x / (R / CF::RG), r = q * CF::RG;
-                            const uint32_t ab = st + CF::B_BYTES + CF::slot(j, r, 0u) * (uint32_t)CF::BLK_BYTES;
-                            SMmaSS<BS * CF::RG, DT>::run(&acc[r * AW],
-                                                         smem_desc(st + (uint32_t)c * CF::SUB_BYTES + (uint32_t)(j * BS + 16 * ks) * 128u,
-                                                                   8192u, 1024u),
-                                                         smem_desc_swz(ab + 32u * ks, 16u, CF::A_SBO, CF::A_SWZ), (mj >> r) & CF::GMASK);
+                            SMmaSS<BS * CF::RG, DT>::run(&acc[r * AW], desc_advance(dA0, so + dBt(j, ks)),
+                                                         desc_advance(dB0, so + dAs(CF::slot(j, r, 0u), ks)), (mj >> r) & CF::GMASK);
                         }
                     } else {
                         /* row group outer, k16 step inner, as two nested loops: the one flat loop of both orders
@@ -884,13 +912,26 @@ __global__ void __launch_bounds__(384, 1)
 #pragma unroll
                         for (int q = 0; q < R / CF::RG; ++q) { /* the group of row slots q*RG .. q*RG+RG-1 */
                             const int r = q * CF::RG;
-                            const uint32_t ab = st + CF::B_BYTES + CF::slot(j, r, ov) * (uint32_t)CF::BLK_BYTES;
+                            const uint32_t sl = CF::slot(j, r, ov);
+                            const int on = masks & (CF::GMASK << (j * R + r)); /* one test of a constant mask */
+                            if constexpr (!CF::LEAN) {
+                                const uint32_t ab = st + CF::B_BYTES + sl * (uint32_t)CF::BLK_BYTES;
 #pragma unroll
-                            for (int ks = 0; ks < CF::KS; ++ks)
-                                SMmaSS<BS * CF::RG, DT>::run(&acc[r * AW],
-                                                             smem_desc(st + (uint32_t)c * CF::SUB_BYTES + (uint32_t)(j * BS + 16 * ks) * 128u,
-                                                                       8192u, 1024u),
-                                                             smem_desc_swz(ab + 32u * ks, 16u, CF::A_SBO, CF::A_SWZ), (mj >> r) & CF::GMASK);
+                                for (int ks = 0; ks < CF::KS; ++ks)
+                                    SMmaSS<BS * CF::RG, DT>::run(&acc[r * AW],
+                                                                 smem_desc(st + (uint32_t)c * CF::SUB_BYTES + (uint32_t)(j * BS + 16 * ks) * 128u,
+                                                                           8192u, 1024u),
+                                                                 smem_desc_swz(ab + 32u * ks, 16u, CF::A_SBO, CF::A_SWZ), (mj >> r) & CF::GMASK);
+                            } else if constexpr (CF::KS == 2 && SMmaSS2<BS * CF::RG, DT>::ok) {
+                                SMmaSS2<BS * CF::RG, DT>::run(&acc[r * AW], desc_advance(dA0, so + dBt(j, 0)),
+                                                              desc_advance(dB0, so + dAs(sl, 0)), desc_advance(dA0, so + dBt(j, 1)),
+                                                              desc_advance(dB0, so + dAs(sl, 1)), on);
+                            } else {
+#pragma unroll
+                                for (int ks = 0; ks < CF::KS; ++ks)
+                                    SMmaSS<BS * CF::RG, DT>::run(&acc[r * AW], desc_advance(dA0, so + dBt(j, ks)),
+                                                                 desc_advance(dB0, so + dAs(sl, ks)), on);
+                            }
                         }
                     }
                 }
