@@ -12,7 +12,8 @@
    vs the default at b32 d .05 .1 .25 .5), --compact (session 12: the compact-pair stages — the default below d 0.3 —
    vs the previous default (variant 9) and compact pairs without overflow slots (variant 8)), --zt (session 13: the
    absent-row slots of grouped wgmmas zeroed by TMA vs by stores, b32 and b16), --lean (session 14: the lean consumer
-   issue code vs the session-13 code, variant 10).
+   issue code: the default (a switch over each entry's row groups), variant 11 (a guard per wgmma), variant 10 (the
+   session-13 code)).
    Built and run by bench/small_probe.sh on the device machine. Helpers: bench/probe_util.h. */
 #include "probe_util.h"
 
@@ -194,13 +195,14 @@ int main(int argc, char **argv)
         for (int k = 0; k < 4; k++) ADD(.b = 32, .d = 0.10, .rg = 4, .zt = zz[k], .size = 8192);
     }
     if (lean) { /* session 14: the lean consumer issue code (warp-uniform descriptors, moved by adds; two k16 steps under
-                   one guard) vs the session-13 code (variant 10), alternated 0 10 10 0, b32 8192^3 at 2 rows per wgmma;
+                   one guard; the default: a switch over an entry's row groups, variant 11: a guard per wgmma) vs the
+                   session-13 code (variant 10), alternated 0 11 10 10 11 0, b32 8192^3 at 2 rows per wgmma;
                    then the other shapes the change reaches (b32 d 0.5 one row per wgmma, b16 d 0.1 / 0.5), the new
                    code only */
         const double da[4] = {0.05, 0.10, 0.25, 0.50};
-        const int vv[4] = {0, 10, 10, 0};
+        const int vv[6] = {0, 11, 10, 10, 11, 0};
         for (int di = 0; di < 4; di++)
-            for (int k = 0; k < 4; k++) ADD(.b = 32, .d = da[di], .v = vv[k], .rg = 2, .size = 8192);
+            for (int k = 0; k < 6; k++) ADD(.b = 32, .d = da[di], .v = vv[k], .rg = 2, .size = 8192);
         ADD(.b = 32, .d = 0.50, .size = 8192);
         ADD(.b = 16, .d = 0.10, .size = 8192);
         ADD(.b = 16, .d = 0.50, .size = 8192);
