@@ -11,9 +11,7 @@
    8192^3 b16 default vs portable at low densities), --alias (session 12: the aliased-A-slot timing build, variant 7,
    vs the default at b32 d .05 .1 .25 .5), --compact (session 12: the compact-pair stages — the default below d 0.3 —
    vs the previous default (variant 9) and compact pairs without overflow slots (variant 8)), --zt (session 13: the
-   absent-row slots of grouped wgmmas zeroed by TMA vs by stores, b32 and b16), --lean (session 14: the lean consumer
-   issue code: the default (a switch over each entry's row groups), variant 11 (a guard per wgmma), variant 10 (the
-   session-13 code)).
+   absent-row slots of grouped wgmmas zeroed by TMA vs by stores, b32 and b16).
    Built and run by bench/small_probe.sh on the device machine. Helpers: bench/probe_util.h. */
 #include "probe_util.h"
 
@@ -54,7 +52,7 @@ typedef struct {
 
 int main(int argc, char **argv)
 {
-    int ab = 0, diag = 0, prof = 0, s2048 = 0, cross = 0, rgs = 0, rgdiag = 0, run2 = 0, alias = 0, compact = 0, zt = 0, lean = 0;
+    int ab = 0, diag = 0, prof = 0, s2048 = 0, cross = 0, rgs = 0, rgdiag = 0, run2 = 0, alias = 0, compact = 0, zt = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--ab")) ab = 1;
         else if (!strcmp(argv[i], "--diag")) diag = 1;
@@ -67,7 +65,6 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--alias")) alias = 1;
         else if (!strcmp(argv[i], "--compact")) compact = 1;
         else if (!strcmp(argv[i], "--zt")) zt = 1;
-        else if (!strcmp(argv[i], "--lean")) lean = 1;
         else if (!strcmp(argv[i], "--iters") && i + 1 < argc) ITERS = atoi(argv[++i]);
     }
     if (ITERS < 1 || ITERS > 256) ITERS = 20;
@@ -193,19 +190,6 @@ int main(int argc, char **argv)
         for (int di = 0; di < 4; di++)
             for (int k = 0; k < 4; k++) ADD(.b = 16, .d = d16[di], .zt = zz[k], .size = 8192);
         for (int k = 0; k < 4; k++) ADD(.b = 32, .d = 0.10, .rg = 4, .zt = zz[k], .size = 8192);
-    }
-    if (lean) { /* session 14: the lean consumer issue code (warp-uniform descriptors, moved by adds; two k16 steps under
-                   one guard; the default: a switch over an entry's row groups, variant 11: a guard per wgmma) vs the
-                   session-13 code (variant 10), alternated 0 11 10 10 11 0, b32 8192^3 at 2 rows per wgmma;
-                   then the other shapes the change reaches (b32 d 0.5 one row per wgmma, b16 d 0.1 / 0.5), the new
-                   code only */
-        const double da[4] = {0.05, 0.10, 0.25, 0.50};
-        const int vv[6] = {0, 11, 10, 10, 11, 0};
-        for (int di = 0; di < 4; di++)
-            for (int k = 0; k < 6; k++) ADD(.b = 32, .d = da[di], .v = vv[k], .rg = 2, .size = 8192);
-        ADD(.b = 32, .d = 0.50, .size = 8192);
-        ADD(.b = 16, .d = 0.10, .size = 8192);
-        ADD(.b = 16, .d = 0.50, .size = 8192);
     }
     if (s2048) {
         for (int di = 0; di < 3; di++)

@@ -58,9 +58,6 @@ typedef SmallCfg<32, 2, 6, true, 1, 4, 2, false, 8> Cfg32a;
    (bench/results/small_regs_probe_h200_2026-11-25_s14.txt). */
 typedef SmallCfg<32, 2, 5, true, 1, 4, 2, false, 12, true, 88> Cfg32cp;
 typedef SmallCfg<32, 2, 6, true, 1, 4, 2, false, 8, true> Cfg32cp0;
-/* A/B only (fp16, variant 10, session 14): the default with the session-13 consumer issue code */
-typedef SmallCfg<32, 2, 5, true, 1, 4, 2, false, 12, true, 88, false> Cfg32cpo;
-typedef SmallCfg<32, 2, 5, true, 1, 4, 2, false, 12, true, 88, true, false> Cfg32cpg; /* variant 11: guards, no switch */
 
 /* Below these block densities (nnzb / (mb * nb)) the portable mma.sync kernel is faster, so this kernel declines
    (bsk__hopper_small_tune.force takes every case; the tests use it). Measured at 8192^3 fp16 on an H100, same run,
@@ -257,8 +254,6 @@ bsk_status bsk_hopper_spmm_small(bsk_context *ctx, bsk_op op, float alpha, const
         if (v == 7 && !bf) return by_out_f16<Cfg32a>(ctx, st, A, B, alpha, beta, C, name);
         if (v == 8 && !bf) return by_out_f16<Cfg32cp0>(ctx, st, A, B, alpha, beta, C, name);
         if (v == 9 && !bf) return by_out_f16<Cfg32g2>(ctx, st, A, B, alpha, beta, C, name);
-        if (v == 10 && !bf) return by_out_f16<Cfg32cpo>(ctx, st, A, B, alpha, beta, C, name);
-        if (v == 11 && !bf) return by_out_f16<Cfg32cpg>(ctx, st, A, B, alpha, beta, C, name);
         if (rg == 2) return by_out<Cfg32cp>(ctx, st, bf, A, B, alpha, beta, C, name);
         if (rg == 4) return by_out<Cfg32g4>(ctx, st, bf, A, B, alpha, beta, C, name);
         if (rg == 8) return by_out<Cfg32g8>(ctx, st, bf, A, B, alpha, beta, C, name);

@@ -113,7 +113,7 @@ enum { SM_LAST = 1, SM_END = 2 };
 /* Compile-time shape. KC union entries (block columns) per stage; R = 256 / BS rows per group. A stage is
    [B box, consumer 0's 64 columns: KC*BS rows x 128 bytes][the same for consumer 1][A slots: KC x R blocks]. */
 template <int BS_, int KC_, int STAGES_, bool SS_ = true, int EPR_ = 64 / BS_, int PW_ = 1, int RG_ = 1, bool KO_ = false,
-          int AS_ = 0, bool CP_ = false, int PREG_ = 72, bool LEAN_ = true, bool SW_ = true>
+          int AS_ = 0, bool CP_ = false, int PREG_ = 72>
 struct SmallCfg {
     static constexpr int BS = BS_;
     /* SS: Bᵀ read by wgmma from the B box in shared memory (trans-a) and each stage's wgmma group left in flight
@@ -127,7 +127,6 @@ struct SmallCfg {
        per-window bit masks, no serial cursor from entry to entry). */
     static constexpr int PW = PW_;
     static_assert(PW_ >= 1 && PW_ <= 4 && STAGES_ >= PW_, "PW 1-4, at most STAGES");
-    static_assert(STAGES_ >= 3, "the consumers wait for stage s + 1 while holding s - 1 and s (see the SS loop)");
     static_assert(KC_ == 1 || KC_ == 2, "KC 1 or 2 (entries of one stage stay inside one 32-entry chunk)");
     static constexpr int R = 256 / BS_;               /* block rows per group                             */
     static constexpr int RMASK = (1 << R) - 1;
@@ -192,11 +191,6 @@ struct SmallCfg {
     /* registers per thread after setmaxnreg: the producer warpgroup's PREG, the consumers' what the CTA's 384 x 168
        leaves, rounded down to a multiple of 8 (72: 216; 88: 208) */
     static constexpr int PREG = PREG_;
-    /* LEAN (session 14, A/B only: false = the session-13 consumer issue code for the same-run comparison) */
-    static constexpr bool LEAN = LEAN_;
-    /* SW (session 14): with four row groups per entry (b32 RG 2, b16 RG 4) the consumers switch over an entry's
-       group mask to a straight run of its wgmmas instead of a guard per wgmma */
-    static constexpr bool SW = SW_ && R / RG_ == 4;
     static constexpr int CREG = (384 * 168 - 128 * PREG_) / 256 / 8 * 8;
     static_assert(PREG_ % 8 == 0 && PREG_ >= 24 && CREG <= 256, "setmaxnreg counts");
 };
@@ -848,7 +842,7 @@ __global__ void __launch_bounds__(384, 1)
         /* the consumer index through a warp reduction: its result sits in a uniform register, so the compiler keeps
            every descriptor derived from it there too (from threadIdx it built them in per-thread registers and moved
            each over per wgmma: two R2UR per wgmma; session 14) */
-        const int c = CF::LEAN ? (int)__reduce_or_sync(0xffffffffu, (unsigned)(wg - 1)) : wg - 1;
+        const int c = (int)__reduce_or_sync(0xffffffffu, (unsigned)(wg - 1));
         /* R accumulator sets of BS/2 registers, flat: set r at [r * BS/2]; RG consecutive sets are the registers of
            one m64n(RG*BS) wgmma (register i of m64nN is column 8(i/4) + 2(lane%4) + i%2 of row 16w + lane/4 + 8((i/2)%2),
            so set r of m64nBS is registers r*BS/2 .. of m64n(RG*BS) starting at row slot 0 of the group) */
@@ -880,10 +874,8 @@ __global__ void __launch_bounds__(384, 1)
                 mz = (int)ld_shared_u32(sbase + CF::META_OFF + 32u * s + 8u);
                 mw = (int)ld_shared_u32(sbase + CF::META_OFF + 32u * s + 12u);
             }
-            /* through warp reductions (only lane 0 holds non-zero values): their results are uniform registers, as
-               the descriptors that the flags (overflow slots) feed */
-            masks = (int)__reduce_or_sync(0xffffffffu, (unsigned)mz);
-            fl = (int)__reduce_or_sync(0xffffffffu, (unsigned)mw);
+            masks = __shfl_sync(0xffffffffu, mz, 0);
+            fl = __shfl_sync(0xffffffffu, mw, 0);
         };
         /* SS: the descriptors of stage 0's Bᵀ tile (this consumer, entry 0, k16 step 0) and of its A slot 0, built
            once; a stage, entry, k16 step or slot only moves their start-address field (in 16-byte units: dBt / dAs
@@ -912,41 +904,6 @@ __global__ void __launch_bounds__(384, 1)
                             SMmaSS<BS * CF::RG, DT>::run(&acc[r * AW], desc_advance(dA0, so + dBt(j, ks)),
                                                          desc_advance(dB0, so + dAs(CF::slot(j, r, 0u), ks)), (mj >> r) & CF::GMASK);
                         }
-                    } else if constexpr (CF::LEAN && CF::SW) {
-                        /* four row groups: one switch over the entry's group mask, each case the straight run of its
-                           present groups' wgmmas (no guard per wgmma) */
-                        const uint32_t x = (uint32_t)masks >> (j * R);
-                        uint32_t gm = 0u;
-#pragma unroll
-                        for (int q = 0; q < 4; ++q) gm |= (x >> (q * CF::RG)) & CF::GMASK ? 1u << q : 0u;
-                        auto grp = [&](auto Qc) {
-                            constexpr int q = decltype(Qc)::value, r = q * CF::RG;
-                            const uint32_t sl = CF::slot(j, r, ov);
-                            if constexpr (CF::KS == 2 && SMmaSS2<BS * CF::RG, DT>::ok) {
-                                SMmaSS2<BS * CF::RG, DT>::run(&acc[r * AW], desc_advance(dA0, so + dBt(j, 0)),
-                                                              desc_advance(dB0, so + dAs(sl, 0)), desc_advance(dA0, so + dBt(j, 1)),
-                                                              desc_advance(dB0, so + dAs(sl, 1)), 1);
-                            } else {
-#pragma unroll
-                                for (int ks = 0; ks < CF::KS; ++ks)
-                                    SMmaSS<BS * CF::RG, DT>::run(&acc[r * AW], desc_advance(dA0, so + dBt(j, ks)),
-                                                                 desc_advance(dB0, so + dAs(sl, ks)), 1);
-                            }
-                        };
-#define BSK_SMALL_GCASE(n)                                                                                        \
-    case n:                                                                                                       \
-        static_for<4>([&](auto Qc) {                                                                              \
-            if constexpr (((n) >> decltype(Qc)::value) & 1) grp(Qc);                                              \
-        });                                                                                                       \
-        break;
-                        switch (gm) {
-                            BSK_SMALL_GCASE(1) BSK_SMALL_GCASE(2) BSK_SMALL_GCASE(3) BSK_SMALL_GCASE(4)
-                            BSK_SMALL_GCASE(5) BSK_SMALL_GCASE(6) BSK_SMALL_GCASE(7) BSK_SMALL_GCASE(8)
-                            BSK_SMALL_GCASE(9) BSK_SMALL_GCASE(10) BSK_SMALL_GCASE(11) BSK_SMALL_GCASE(12)
-                            BSK_SMALL_GCASE(13) BSK_SMALL_GCASE(14) BSK_SMALL_GCASE(15)
-                            default: break;
-                        }
-#undef BSK_SMALL_GCASE
                     } else {
                         /* row group outer, k16 step inner, as two nested loops: the one flat loop of both orders
                            (session 9) cost 4-5 % at b32 d 0.5 (RG 1; session 11 bisect) */
@@ -955,15 +912,7 @@ __global__ void __launch_bounds__(384, 1)
                             const int r = q * CF::RG;
                             const uint32_t sl = CF::slot(j, r, ov);
                             const int on = masks & (CF::GMASK << (j * R + r)); /* one test of a constant mask */
-                            if constexpr (!CF::LEAN) {
-                                const uint32_t ab = st + CF::B_BYTES + sl * (uint32_t)CF::BLK_BYTES;
-#pragma unroll
-                                for (int ks = 0; ks < CF::KS; ++ks)
-                                    SMmaSS<BS * CF::RG, DT>::run(&acc[r * AW],
-                                                                 smem_desc(st + (uint32_t)c * CF::SUB_BYTES + (uint32_t)(j * BS + 16 * ks) * 128u,
-                                                                           8192u, 1024u),
-                                                                 smem_desc_swz(ab + 32u * ks, 16u, CF::A_SBO, CF::A_SWZ), (mj >> r) & CF::GMASK);
-                            } else if constexpr (CF::KS == 2 && SMmaSS2<BS * CF::RG, DT>::ok) {
+                            if constexpr (CF::KS == 2 && SMmaSS2<BS * CF::RG, DT>::ok) {
                                 SMmaSS2<BS * CF::RG, DT>::run(&acc[r * AW], desc_advance(dA0, so + dBt(j, 0)),
                                                               desc_advance(dB0, so + dAs(sl, 0)), desc_advance(dA0, so + dBt(j, 1)),
                                                               desc_advance(dB0, so + dAs(sl, 1)), on);
@@ -1015,43 +964,20 @@ __global__ void __launch_bounds__(384, 1)
             int masks = m.z, fl = m.w;
             if constexpr (CF::SS) {
                 /* the stage before this one stays in flight while this one is issued: a consumer does not wait
-                   for its own wgmmas each stage (a group per stage, empty when no row has the column). The next
-                   stage's barrier and record are read before waiting for the previous stage's wgmmas (session 14:
-                   that wait and the record's load were ~20 % of the consumers' stall samples, back to back); the
-                   previous slot is released a little later, which cannot stall the producer (it fills the slot
-                   after next, released STAGES - 2 >= 2 stages ago) */
+                   for its own wgmmas each stage (a group per stage, empty when no row has the column) */
                 uint32_t prev = 0xffffffffu;
-                if constexpr (!CF::LEAN) { /* the session-13 order, for the A/B (variant 10) */
-                    for (;;) {
-                        if (masks) issue(masks, (uint32_t)fl >> 8);
-                        wgmma_commit();
-                        wgmma_wait<1>();
-                        if (prev != 0xffffffffu) release(prev);
-                        prev = s;
-                        if (++s == CF::STAGES) { s = 0; ph ^= 1; }
-                        if (fl & SM_LAST) break;
-                        wait_full();
-                        read_mf(masks, fl);
-                    }
-                } else
                 for (;;) {
                     SPROF(const long long m0 = clock64();)
                     if (masks) issue(masks, (uint32_t)fl >> 8);
                     wgmma_commit();
-                    SPROF(const long long m1 = clock64();)
-                    const bool last = fl & SM_LAST;
-                    const uint32_t cur = s;
-                    if (++s == CF::STAGES) { s = 0; ph ^= 1; }
-                    if (!last) {
-                        wait_full();
-                        read_mf(masks, fl);
-                    }
-                    SPROF(const long long m2 = clock64();)
                     wgmma_wait<1>();
-                    SPROF(cm += (m1 - m0) + (clock64() - m2);)
+                    SPROF(cm += clock64() - m0;)
                     if (prev != 0xffffffffu) release(prev);
-                    prev = cur;
-                    if (last) break;
+                    prev = s;
+                    if (++s == CF::STAGES) { s = 0; ph ^= 1; }
+                    if (fl & SM_LAST) break;
+                    wait_full();
+                    read_mf(masks, fl);
                 }
                 wgmma_wait<0>();
                 release(prev);
