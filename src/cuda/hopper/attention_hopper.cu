@@ -29,13 +29,16 @@ using namespace bsk_hopper;
    default), 7 = default | LR (-5 %), 8 = default | SPLIT (level). Measured slower at D=64 and removed: OV (-6 % on
    EW | NP too, session 12), PB (session 4), PS (session 6, commit 0249890), EP (exponentials on the FMA pipe,
    session 6 helper 2, commit 7e6c7ae), OW (turn opened only after the GEMMs completed), SS (P·V from shared
-   memory) (session 7, docs/attention-notes.md). */
-static const int ATTN_DEFAULT_128 = ATTN_XB | ATTN_LR | ATTN_SPLIT | ATTN_OV | ATTN_DT | ATTN_NP;
+   memory) (session 7, docs/attention-notes.md).
+   Session 14 (both head dims): UC (the consumer index as a uniform register); variant 8 is now the default without
+   it (the session-12 default) for the same-run A/B; the old 8s (D=128 without NP, D=64 with SPLIT) were measured
+   and are in the notes. */
+static const int ATTN_DEFAULT_128 = ATTN_XB | ATTN_LR | ATTN_SPLIT | ATTN_OV | ATTN_DT | ATTN_NP | ATTN_UC;
 static const int ATTN_V5_128 = ATTN_XB | ATTN_LR | ATTN_SPLIT, ATTN_V7_128 = ATTN_DEFAULT_128 | ATTN_TR,
-                 ATTN_V8_128 = ATTN_DEFAULT_128 & ~ATTN_NP;
-static const int ATTN_DEFAULT_64 = ATTN_XB | ATTN_EW | ATTN_NP | ATTN_DT;
+                 ATTN_V8_128 = ATTN_DEFAULT_128 & ~ATTN_UC;
+static const int ATTN_DEFAULT_64 = ATTN_XB | ATTN_EW | ATTN_NP | ATTN_DT | ATTN_UC;
 static const int ATTN_V5_64 = ATTN_XB | ATTN_EW | ATTN_NP, ATTN_V7_64 = ATTN_DEFAULT_64 | ATTN_LR,
-                 ATTN_V8_64 = ATTN_DEFAULT_64 | ATTN_SPLIT;
+                 ATTN_V8_64 = ATTN_DEFAULT_64 & ~ATTN_UC;
 
 /* A strided attention tensor as the 4-D TMA view (dim, seq, head, batch), boxes of 64 x box_rows x 1 x 1
    (128 bytes wide: the 128-byte swizzle's limit), zero-filled outside. A dimension of extent 1 whose stride

@@ -152,9 +152,13 @@ __device__ __forceinline__ float attn_exp2(float x)
              showed ~240-320 cycles per slot between the pack and the next issue, on each warpgroup's critical
              path). With NP (no turns at all), the D=64 default: +3 to +4 % non-causal, +6 % causal over XB alone
              (H100, session 7, final run); at D=128 (2 stages) the early V wait serialises the warpgroups, hence
-             STAGES >= 3. */
+             STAGES >= 3.
+   ATTN_UC — the consumer index through a warp reduction (a uniform register to the compiler), so the Q-tile
+             descriptors derived from it stay in uniform registers: without it each S wgmma's descriptor took a
+             64-bit add in per-thread registers and two R2UR (session 14; the same change gave the small-block
+             SpMM +5-7 %). */
 constexpr int ATTN_XB = 1, ATTN_LR = 2, ATTN_SPLIT = 4, ATTN_OV = 8, ATTN_DT = 16, ATTN_TR = 32, ATTN_NP = 64,
-              ATTN_EW = 128;
+              ATTN_EW = 128, ATTN_UC = 256;
 constexpr float ATTN_LR_TH = 8.0f;
 
 template <int DT, int D, int STAGES, int OPT>
@@ -363,7 +367,8 @@ __global__ void __launch_bounds__(384, 1)
     } else {
         /* ------------------------------------------------------------ consumers */
         setmaxnreg_inc<ATTN_CONSUMER_REGS>();
-        const int c = wg - 1, tw = tid & 127, g = lane >> 2, tq = lane & 3;
+        const int c = (OPT & ATTN_UC) ? (int)__reduce_or_sync(0xffffffffu, (unsigned)(wg - 1)) : wg - 1;
+        const int tw = tid & 127, g = lane >> 2, tq = lane & 3;
         const int bar_mine = 1 + c, bar_other = 2 - c;
         float o[D / 2];
         float sa[64];
