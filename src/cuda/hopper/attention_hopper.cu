@@ -30,9 +30,10 @@ using namespace bsk_hopper;
    EW | NP too, session 12), PB (session 4), PS (session 6, commit 0249890), EP (exponentials on the FMA pipe,
    session 6 helper 2, commit 7e6c7ae), OW (turn opened only after the GEMMs completed), SS (P·V from shared
    memory) (session 7, docs/attention-notes.md).
-   Session 14 (both head dims): UC (the consumer index as a uniform register); variant 8 is now the default without
-   it (the session-12 default) for the same-run A/B; the old 8s (D=128 without NP, D=64 with SPLIT) were measured
-   and are in the notes. */
+   Session 14 (both head dims): UC (the consumer index as a uniform register: no R2UR before any wgmma), H200, `bsk
+   attention` alternated 4 8 8 4 x 3 (bench/results/attn_uc_ab_h200_2026-11-25_s14.txt): D=64 +1.6 % dense (502.3 vs
+   494.7 TFLOPS), +1.8 % d 0.25, causal +1.0-1.2 %; D=128 +0.3-0.8 %. Variant 8 is now the default without UC (the
+   session-12 default) for A/Bs; the previous 8s (D=128 without NP, D=64 with SPLIT) are in the notes above. */
 static const int ATTN_DEFAULT_128 = ATTN_XB | ATTN_LR | ATTN_SPLIT | ATTN_OV | ATTN_DT | ATTN_NP | ATTN_UC;
 static const int ATTN_V5_128 = ATTN_XB | ATTN_LR | ATTN_SPLIT, ATTN_V7_128 = ATTN_DEFAULT_128 | ATTN_TR,
                  ATTN_V8_128 = ATTN_DEFAULT_128 & ~ATTN_UC;
