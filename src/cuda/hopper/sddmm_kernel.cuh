@@ -399,7 +399,10 @@ __global__ void __launch_bounds__(384, 1)
     } else {
         /* ------------------------------------------------------------ consumers */
         setmaxnreg_inc<CONSUMER_REGS>();
-        const int c = wg - 1;
+        /* c through a warp reduction: a uniform register, so the descriptors derived from it stay in uniform
+           registers (from threadIdx each wgmma's descriptors were rebuilt in per-thread registers and moved over
+           with four R2UR; session 14, as in the small-block SpMM and the attention kernel) */
+        const int c = (int)__reduce_or_sync(0xffffffffu, (unsigned)(wg - 1));
         const int ctid = threadIdx.x - 128; /* 0..255 over both consumers */
         float acc[CF::NACC];
         uint32_t s = 0, ph = 0;

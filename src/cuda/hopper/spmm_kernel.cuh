@@ -829,7 +829,10 @@ __global__ void __launch_bounds__(384, 1)
     } else {
         /* ------------------------------------------------------------ consumers */
         setmaxnreg_inc<CONSUMER_REGS>();
-        const int c = wg - 1;
+        /* c through a warp reduction: a uniform register, so the descriptors derived from it stay in uniform
+           registers (from threadIdx each wgmma's descriptors were rebuilt in per-thread registers and moved over
+           with four R2UR; session 14, as in the small-block SpMM and the attention kernel) */
+        const int c = (int)__reduce_or_sync(0xffffffffu, (unsigned)(wg - 1));
         const int skip_me = c == 0 ? META_SKIP0 : META_SKIP1;
         float acc[CF::WGN / 2];
         uint32_t s = 0, ph = 0;
@@ -855,6 +858,10 @@ __global__ void __launch_bounds__(384, 1)
             }
         };
         const int tw = threadIdx.x & 127;
+        /* sbase through a warp reduction as well (a uniform register: the descriptors below stay uniform) */
+        const uint32_t sbu = __reduce_or_sync(0xffffffffu, sbase);
+        const uint64_t dA0 = CF::TRANS ? smem_desc(sbu + CF::A_OFF + a_off, 8192, 1024) : smem_desc(sbu + CF::A_OFF + a_off, 16, 1024);
+        const uint64_t dB0 = smem_desc(sbu + CF::B_OFF + b_off, p.b_lbo, p.b_sbo);
         for (;;) {
             wait_full();
             const int4 m = stage_record_read(&meta[s], lane);
@@ -873,17 +880,18 @@ __global__ void __launch_bounds__(384, 1)
 #pragma unroll
             for (int i = 0; i < CF::WGN / 2; ++i) reg_fence(acc[i]);
             int fl = m.w;
+            fl = (int)__reduce_or_sync(0xffffffffu, (unsigned)fl);
             for (;;) {
                 if (!(fl & skip_me)) {
-                    const uint32_t a_addr = sbase + CF::A_OFF + s * CF::A_BYTES + a_off;
-                    const uint32_t b_addr = sbase + CF::B_OFF + s * CF::B_BYTES + b_off;
                     const long long m0 = BSK_PROF_CLOCK();
                     wgmma_fence();
+                    /* stage 0's descriptors (built once, below the loop head) moved by the stage's offset and the
+                       k16 step's, in 16-byte units: one add each instead of a fresh mask-shift-or per wgmma */
 #pragma unroll
                     for (int k = 0; k < 4; ++k)
                         Mma<CF::WGN, DT, CF::TRANS ? 1 : 0>::run(
-                            acc, CF::TRANS ? smem_desc(a_addr + 2048 * k, 8192, 1024) : smem_desc(a_addr + 32 * k, 16, 1024),
-                            smem_desc(b_addr + 2048 * k, p.b_lbo, p.b_sbo));
+                            acc, desc_advance(dA0, s * (uint32_t)(CF::A_BYTES / 16) + (uint32_t)(CF::TRANS ? 128 * k : 2 * k)),
+                            desc_advance(dB0, s * (uint32_t)(CF::B_BYTES / 16) + (uint32_t)(128 * k)));
                     wgmma_commit();
                     wgmma_wait<0>();
                     pc[PROF_MMA] += BSK_PROF_CLOCK() - m0;
@@ -894,6 +902,7 @@ __global__ void __launch_bounds__(384, 1)
                 if (fl & META_LAST) break;
                 wait_full();
                 fl = stage_word_read(&meta[s].w, lane);
+                fl = (int)__reduce_or_sync(0xffffffffu, (unsigned)fl); /* uniform: so is the loop, and s with it */
             }
 #pragma unroll
             for (int i = 0; i < CF::WGN / 2; ++i) reg_fence(acc[i]);
