@@ -711,3 +711,54 @@ BSK_TEST(api_sddmm_valid_numbers)
     bsk_test_dense_free(&X);
     bsk_test_dense_free(&Y);
 }
+
+/* C over A's row_ptr / col_idx (which the CPU kernel reads while writing C): refused, nothing written */
+BSK_TEST(api_spmm_c_over_a_indices)
+{
+    bsk_context *ctx;
+    REQUIRE_OK(bsk_create(&ctx, BSK_BACKEND_CPU));
+    int32_t *meta = (int32_t *)calloc(64, 4); /* row_ptr[3], col_idx[2], then C's tail */
+    float *vals = (float *)malloc(32 * 4), *b = (float *)malloc(32 * 4);
+    for (int i = 0; i < 32; i++) vals[i] = 1.0f;
+    for (int k = 0; k < 8; k++) { b[k * 4] = 1.0f; b[k * 4 + 1] = 0.0f; b[k * 4 + 2] = 1.4e-45f; b[k * 4 + 3] = -1.0f; }
+    int32_t *rp = meta, *ci = meta + 3;
+    rp[0] = 0; rp[1] = 1; rp[2] = 2; ci[0] = 0; ci[1] = 1;
+    bsk_bsr A = {8, 8, 4, 4, 2, rp, ci, vals, BSK_F32, BSK_MEM_HOST};
+    REQUIRE_OK(bsk_bsr_validate(&A));
+    bsk_dense B = {8, 4, 4, BSK_F32, BSK_MEM_HOST, b};
+    int32_t before[64];
+    memcpy(before, meta, sizeof before);
+    bsk_dense C = {8, 4, 4, BSK_F32, BSK_MEM_HOST, meta};          /* over row_ptr and col_idx */
+    CHECK_STATUS(bsk_spmm(ctx, BSK_OP_N, 1.0f, &A, &B, 0.0f, &C), BSK_ERR_INVALID_ARGUMENT);
+    CHECK(memcmp(before, meta, sizeof before) == 0);
+    C.data = ci;                                                   /* over col_idx only */
+    CHECK_STATUS(bsk_spmm(ctx, BSK_OP_T, 1.0f, &A, &B, 0.0f, &C), BSK_ERR_INVALID_ARGUMENT);
+    CHECK(memcmp(before, meta, sizeof before) == 0);
+    free(meta); free(vals); free(b);
+    bsk_destroy(ctx);
+}
+
+/* SDDMM: out.values over out's own col_idx. Before the fix: SEGV in sddmm_item (cpu_sddmm.c:67). */
+
+/* out.values over out's own col_idx: refused, nothing written */
+BSK_TEST(api_sddmm_values_over_own_indices)
+{
+    bsk_context *ctx;
+    REQUIRE_OK(bsk_create(&ctx, BSK_BACKEND_CPU));
+    float *x = (float *)malloc(32 * 4), *v = (float *)calloc(64, 4);
+    for (int i = 0; i < 32; i++) x[i] = 1.0f;
+    bsk_dense X = {8, 4, 4, BSK_F32, BSK_MEM_HOST, x};
+    int32_t *rp = (int32_t *)v + 40, *ci = (int32_t *)v + 2;       /* col_idx inside block 0's values */
+    rp[0] = 0; rp[1] = 1; rp[2] = 2; ci[0] = 0; ci[1] = 1;
+    bsk_bsr O = {8, 8, 4, 4, 2, rp, ci, v, BSK_F32, BSK_MEM_HOST};
+    REQUIRE_OK(bsk_bsr_validate(&O));
+    float before[64];
+    memcpy(before, v, sizeof before);
+    CHECK_STATUS(bsk_sddmm(ctx, -1.0f, &X, &X, 0.0f, &O), BSK_ERR_INVALID_ARGUMENT);
+    CHECK(memcmp(before, v, sizeof before) == 0);
+    free(x); free(v);
+    bsk_destroy(ctx);
+}
+
+/* Attention forward: O over the layout's full_count (an input). Before the fix: heap-buffer-overflow read in
+   run_item (attention_cpu.c:45): a count rewritten with float bits. */

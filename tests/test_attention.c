@@ -1086,3 +1086,72 @@ BSK_TEST(gpu_attn_stress_random)
     if (hopper_device()) CHECK(hopper > 0);
     bsk_destroy(ctx);
 }
+
+/* O or lse over the layout's arrays (read while O is written): refused, nothing written */
+BSK_TEST(attn_o_over_layout_refused)
+{
+    enum { S = 64 };
+    bsk_context *ctx;
+    REQUIRE_OK(bsk_create(&ctx, BSK_BACKEND_CPU));
+    float *q = (float *)calloc(S, 4), *k = (float *)calloc(S, 4), *v = (float *)malloc(S * 4);
+    for (int i = 0; i < S; i++) v[i] = 1e9f;
+    bsk_attn_layout D;
+    REQUIRE_OK(bsk_attn_layout_dense(S, S, 1, 1, &D));
+    int32_t *fc = (int32_t *)calloc(S + 1, 4);
+    memcpy(fc, D.full_count, S * 4);
+    bsk_attn_layout L = D;
+    L.full_count = fc;
+    REQUIRE_OK(bsk_attn_layout_validate(&L));
+    bsk_attn_tensor Q = bsk_attn_tensor_bshd(q, 1, S, 1, 1, BSK_F32, BSK_MEM_HOST);
+    bsk_attn_tensor K = bsk_attn_tensor_bshd(k, 1, S, 1, 1, BSK_F32, BSK_MEM_HOST);
+    bsk_attn_tensor V = bsk_attn_tensor_bshd(v, 1, S, 1, 1, BSK_F32, BSK_MEM_HOST);
+    bsk_attn_tensor O = bsk_attn_tensor_bshd(fc + 1, 1, S, 1, 1, BSK_F32, BSK_MEM_HOST);
+    bsk_attention_params p = {Q, K, V, O, NULL, &L, NULL, 0.0f, 0, 0};
+    int32_t before[S + 1];
+    memcpy(before, fc, sizeof before);
+    CHECK_STATUS(bsk_attention_forward(ctx, &p), BSK_ERR_INVALID_ARGUMENT);
+    CHECK(memcmp(before, fc, sizeof before) == 0);
+    /* lse over the layout's part_count */
+    float *o = (float *)calloc(S, 4);
+    p.o = bsk_attn_tensor_bshd(o, 1, S, 1, 1, BSK_F32, BSK_MEM_HOST);
+    p.layout = &D;
+    p.lse = (float *)D.part_count;
+    CHECK_STATUS(bsk_attention_forward(ctx, &p), BSK_ERR_INVALID_ARGUMENT);
+    free(q); free(k); free(v); free(o); free(fc);
+    bsk_attn_layout_free(&D);
+    bsk_destroy(ctx);
+}
+
+/* Strides whose products each pass but whose sum passes INT64_MAX: the span check must say OVERFLOW.
+   Before the fix: signed overflow at attention.c:51 (UBSan), the wrapped sum passes, and the forward reads
+   q[-1] (heap-buffer-overflow) and returns success. */
+
+/* strides whose products each fit but whose sum passes INT64_MAX: a size overflow, not a wrapped offset */
+BSK_TEST(attn_stride_sum_overflow)
+{
+    bsk_context *ctx;
+    REQUIRE_OK(bsk_create(&ctx, BSK_BACKEND_CPU));
+    float *q = (float *)calloc(64, 4), *k = (float *)calloc(64, 4), *v = (float *)calloc(64, 4), *o = (float *)calloc(64, 4);
+    const int64_t big = ((int64_t)1 << 62) - 1;
+    bsk_attn_tensor Q = {2, 2, 2, 1, big, big, big, BSK_F32, BSK_MEM_HOST, q};
+    bsk_attn_tensor K = bsk_attn_tensor_bshd(k, 2, 2, 2, 1, BSK_F32, BSK_MEM_HOST);
+    bsk_attn_tensor V = bsk_attn_tensor_bshd(v, 2, 2, 2, 1, BSK_F32, BSK_MEM_HOST);
+    bsk_attn_tensor O = bsk_attn_tensor_bshd(o, 2, 2, 2, 1, BSK_F32, BSK_MEM_HOST);
+    bsk_attn_layout L;
+    REQUIRE_OK(bsk_attn_layout_dense(2, 2, 1, 1, &L));
+    bsk_attention_params p = {Q, K, V, O, NULL, &L, NULL, 0.0f, 0, 0};
+    CHECK_STATUS(bsk_attention_forward(ctx, &p), BSK_ERR_OVERFLOW);
+    bsk_attn_layout Lo;
+    REQUIRE_OK(bsk_attn_layout_alloc(2, 2, 1, 1, 2, 2, 2, BSK_MEM_HOST, &Lo));
+    bsk_topk_params tp;
+    memset(&tp, 0, sizeof tp);
+    tp.q = Q; tp.k = K; tp.top_k = 1;
+    CHECK_STATUS(bsk_topk_block_layout(ctx, &tp, &Lo), BSK_ERR_OVERFLOW);
+    free(q); free(k); free(v); free(o);
+    bsk_attn_layout_free(&L);
+    bsk_attn_layout_free(&Lo);
+    bsk_destroy(ctx);
+}
+
+/* Backward on broadcast (stride-0) inputs of 2^62 - 2^32 rows: lse_bytes = rows * 4 must not overflow
+   (UBSan: attention_bwd.c:40). The dq view writes one element many times: INVALID_ARGUMENT. */

@@ -542,3 +542,21 @@ BSK_TEST(gpu_attn_bwd_empty_and_extremes)
     gpu_spec(t, ctx, &w, 0, "cuda-attention-bwd-mma", "block_q 256");
     bsk_destroy(ctx);
 }
+
+/* broadcast views with ~2^62 rows: the lse byte count saturates instead of overflowing (UBSan) */
+BSK_TEST(attn_bwd_lse_bytes_overflow)
+{
+    bsk_context *ctx;
+    REQUIRE_OK(bsk_create(&ctx, BSK_BACKEND_CPU));
+    static float buf[16], lse[16], dq[16];
+    const int64_t S = INT32_MAX;
+    bsk_attn_tensor Q = {S, S, 1, 1, 0, 0, 0, BSK_F32, BSK_MEM_HOST, buf};
+    bsk_attn_tensor K = {S, 1, 1, 1, 0, 0, 0, BSK_F32, BSK_MEM_HOST, buf};
+    bsk_attn_tensor DQ = {S, S, 1, 1, 0, 0, 0, BSK_F32, BSK_MEM_HOST, dq};
+    bsk_attn_layout L;
+    REQUIRE_OK(bsk_attn_layout_alloc(S, 1, 1024, 1, 1, 1, 1, BSK_MEM_HOST, &L));
+    bsk_attention_bwd_params p = {Q, K, K, Q, Q, lse, NULL, DQ, K, K, &L, NULL, 0.0f, 0, 0};
+    CHECK_STATUS(bsk_attention_backward(ctx, &p), BSK_ERR_INVALID_ARGUMENT);
+    bsk_attn_layout_free(&L);
+    bsk_destroy(ctx);
+}

@@ -47,8 +47,11 @@ static bsk_status check_tensor(const bsk_attn_tensor *t)
     int64_t a, b, c, rows;
     if (!bsk__mul_ok(t->batch, t->seq, &rows) || !bsk__mul_ok(rows, t->heads, &rows)) return BSK_ERR_OVERFLOW;
     if (rows == 0) return BSK_SUCCESS;
+    /* each product is < 2^62; compare before adding so that the sum cannot pass INT64_MAX */
+    const int64_t lim = BSK_LIMIT_ELEMS / 4;
     if (!bsk__mul_ok(t->batch - 1, t->stride_batch, &a) || !bsk__mul_ok(t->seq - 1, t->stride_seq, &b) ||
-        !bsk__mul_ok(t->heads - 1, t->stride_head, &c) || a + b + c + t->dim >= BSK_LIMIT_ELEMS / 4)
+        !bsk__mul_ok(t->heads - 1, t->stride_head, &c) || a >= lim || b >= lim - a || c >= lim - a - b ||
+        t->dim >= lim - a - b - c)
         return BSK_ERR_OVERFLOW;
     if (!t->data) return BSK_ERR_NULL_POINTER;
     if (((uintptr_t)t->data & (bsk_dtype_size(t->dtype) - 1)) != 0) return BSK_ERR_MISALIGNED;
@@ -103,6 +106,24 @@ static bsk_status check_kv_lens(const int32_t *kv_lens, int64_t batch, int64_t s
     return BSK_SUCCESS;
 }
 
+/* rows * 4 bytes of an lse array, saturated (rows < 2^62 may still pass INT64_MAX / 4). */
+int64_t bsk__attn_lse_bytes(int64_t batch, int64_t heads, int64_t seq)
+{
+    int64_t rows = batch * heads * seq; /* < 2^62: bounded by check_tensor */
+    return rows > INT64_MAX / 4 ? INT64_MAX : rows * 4;
+}
+
+/* Whether [p, p + bytes) overlaps anything the kernels read besides the tensors: the layout's four arrays
+   and kv_lens. */
+int bsk__attn_overlaps_reads(const void *p, int64_t bytes, const bsk_attn_layout *L, const int32_t *kv_lens,
+                             int64_t batch)
+{
+    int64_t rows = bsk__attn_layout_rows(L), idx = rows * L->capacity;
+    return overlaps(p, bytes, L->full_count, rows * 4) || overlaps(p, bytes, L->part_count, rows * 4) ||
+           overlaps(p, bytes, L->full_idx, idx * 4) || overlaps(p, bytes, L->part_idx, idx * 4) ||
+           overlaps(p, bytes, kv_lens, batch * 4);
+}
+
 /* Shared with the backward front end (attention_bwd.c), declared in attention_internal.h. */
 bsk_status bsk__attn_check_tensor(const bsk_attn_tensor *t) { return check_tensor(t); }
 int bsk__attn_self_overlaps(const bsk_attn_tensor *t) { return self_overlaps(t); }
@@ -138,11 +159,13 @@ bsk_status bsk__attention_check(bsk_context *ctx, const bsk_attention_params *p,
     if (p->lse && ((uintptr_t)p->lse & 3u) != 0) return BSK_ERR_MISALIGNED;
     if ((s = check_kv_lens(p->kv_lens, q->batch, k->seq, m))) return s;
     if ((s = check_layout_full(L))) return s;
-    int64_t lse_bytes = q->batch * q->heads * q->seq * 4, ob = tensor_bytes(o);
+    int64_t lse_bytes = bsk__attn_lse_bytes(q->batch, q->heads, q->seq), ob = tensor_bytes(o);
     if (o_out && (self_overlaps(o) || overlaps(o->data, ob, q->data, tensor_bytes(q)) ||
         overlaps(o->data, ob, k->data, tensor_bytes(k)) || overlaps(o->data, ob, v->data, tensor_bytes(v)) ||
         overlaps(o->data, ob, p->lse, lse_bytes) || overlaps(p->lse, lse_bytes, q->data, tensor_bytes(q)) ||
-        overlaps(p->lse, lse_bytes, k->data, tensor_bytes(k)) || overlaps(p->lse, lse_bytes, v->data, tensor_bytes(v))))
+        overlaps(p->lse, lse_bytes, k->data, tensor_bytes(k)) || overlaps(p->lse, lse_bytes, v->data, tensor_bytes(v)) ||
+        bsk__attn_overlaps_reads(o->data, ob, L, p->kv_lens, q->batch) ||
+        bsk__attn_overlaps_reads(p->lse, lse_bytes, L, p->kv_lens, q->batch)))
         return BSK_ERR_INVALID_ARGUMENT;
     bsk__attn_dims d = {q->batch, q->heads, k->heads, q->seq, k->seq, q->dim, bsk_attn_layout_mq(L),
                         bsk_attn_layout_nb(L), p->scale != 0.0f ? p->scale : (float)(1.0 / sqrt((double)q->dim))};

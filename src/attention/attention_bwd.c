@@ -37,13 +37,14 @@ static bsk_status bsk_attention_backward_body(bsk_context *ctx, const bsk_attent
     if ((s = bsk__check_location(p->d_lse, m))) return s;
     if (((uintptr_t)p->d_lse & 3u) != 0) return BSK_ERR_MISALIGNED;
     /* outputs: no element written twice, no output over another output or over any input */
-    int64_t lse_bytes = d.batch * d.heads * d.seq_q * 4;
+    int64_t lse_bytes = bsk__attn_lse_bytes(d.batch, d.heads, d.seq_q);
     const bsk_attn_tensor *ins[5] = {&p->q, &p->k, &p->v, &p->o, &p->d_o};
     for (int i = 0; i < 3; i++) {
         const bsk_attn_tensor *a = outs[i];
         int64_t ab = bsk__attn_tensor_bytes(a);
         if (bsk__attn_self_overlaps(a) || bsk__attn_overlaps(a->data, ab, p->lse, lse_bytes) ||
-            bsk__attn_overlaps(a->data, ab, p->d_lse, lse_bytes))
+            bsk__attn_overlaps(a->data, ab, p->d_lse, lse_bytes) ||
+            bsk__attn_overlaps_reads(a->data, ab, p->layout, p->kv_lens, d.batch))
             return BSK_ERR_INVALID_ARGUMENT;
         for (int j = 0; j < 5; j++)
             if (bsk__attn_overlaps(a->data, ab, ins[j]->data, bsk__attn_tensor_bytes(ins[j]))) return BSK_ERR_INVALID_ARGUMENT;

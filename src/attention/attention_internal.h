@@ -75,6 +75,10 @@ bsk_status bsk__attn_check_tensor(const bsk_attn_tensor *t);  /* one view: sizes
 int bsk__attn_self_overlaps(const bsk_attn_tensor *t);        /* a view that would write an element twice */
 int bsk__attn_overlaps(const void *a, int64_t abytes, const void *b, int64_t bbytes);
 int64_t bsk__attn_tensor_bytes(const bsk_attn_tensor *t);     /* byte span of a view */
+int64_t bsk__attn_lse_bytes(int64_t batch, int64_t heads, int64_t seq); /* lse bytes, saturated */
+/* [p, p+bytes) over the layout's arrays or kv_lens (inputs the kernels read). */
+int bsk__attn_overlaps_reads(const void *p, int64_t bytes, const bsk_attn_layout *L, const int32_t *kv_lens,
+                             int64_t batch);
 
 /* ---- CPU backend (src/attention/attention_cpu.c, topk_cpu.c). Arguments validated, host memory. */
 bsk_status bsk_cpu_attention_forward(const bsk_attention_params *p, const bsk__attn_dims *d);

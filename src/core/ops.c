@@ -38,6 +38,12 @@ static uint64_t bsr_value_bytes(const bsk_bsr *A)
     return (uint64_t)(A->nnzb * A->block_rows * A->block_cols) * bsk_dtype_size(A->dtype);
 }
 
+/* Bytes of row_ptr (which = 0: mb + 1 entries) or col_idx (1: nnzb entries). */
+static uint64_t bsr_index_bytes(const bsk_bsr *A, int which)
+{
+    return (uint64_t)(which ? A->nnzb : bsk_bsr_mb(A) + 1) * 4;
+}
+
 static bsk_status check_bsr_full(const bsk_bsr *A)
 {
     bsk_status s = bsk__check_bsr_desc(A);
@@ -67,7 +73,8 @@ bsk_status bsk__spmm_check(bsk_context *ctx, bsk_op op, const bsk_bsr *A, const 
     if ((s = pick_side(ctx, A->mem, B->mem, C->mem))) return s;
     if ((s = check_bsr_full(A)) || (s = check_dense_full(B)) || (s = check_dense_full(C))) return s;
     uint64_t cb = dense_bytes(C);
-    if (overlaps(C->data, cb, B->data, dense_bytes(B)) || overlaps(C->data, cb, A->values, bsr_value_bytes(A)))
+    if (overlaps(C->data, cb, B->data, dense_bytes(B)) || overlaps(C->data, cb, A->values, bsr_value_bytes(A)) ||
+        overlaps(C->data, cb, A->row_ptr, bsr_index_bytes(A, 0)) || overlaps(C->data, cb, A->col_idx, bsr_index_bytes(A, 1)))
         return BSK_ERR_INVALID_ARGUMENT;
     *empty = m == 0 || B->cols == 0;
     return BSK_SUCCESS;
@@ -103,7 +110,9 @@ static bsk_status bsk_sddmm_body(bsk_context *ctx, float alpha, const bsk_dense 
     if ((s = pick_side(ctx, out->mem, X->mem, Y->mem))) return s;
     if ((s = check_bsr_full(out)) || (s = check_dense_full(X)) || (s = check_dense_full(Y))) return s;
     uint64_t vb = bsr_value_bytes(out);
-    if (overlaps(out->values, vb, X->data, dense_bytes(X)) || overlaps(out->values, vb, Y->data, dense_bytes(Y)))
+    if (overlaps(out->values, vb, X->data, dense_bytes(X)) || overlaps(out->values, vb, Y->data, dense_bytes(Y)) ||
+        overlaps(out->values, vb, out->row_ptr, bsr_index_bytes(out, 0)) ||
+        overlaps(out->values, vb, out->col_idx, bsr_index_bytes(out, 1)))
         return BSK_ERR_INVALID_ARGUMENT;
     if (out->nnzb == 0) return BSK_SUCCESS;
     if (out->mem == BSK_MEM_HOST) {
