@@ -252,6 +252,10 @@ static int as_dense(const view *v, bsk_memory mem, bsk_dense *d)
 static int is_compact(const view *v)
 {
     if (!v->strides) return 1;
+    /* An empty array holds no memory to read or write: its strides say nothing (torch gives a dimension after
+       a size-0 one the stride it would have with size 1, e.g. [2, 2, 0] has strides (2, 1, 1)). */
+    for (int i = 0; i < v->ndim; i++)
+        if (v->shape[i] == 0) return 1;
     int64_t expect = 1;
     for (int i = v->ndim - 1; i >= 0; i--) {
         if (v->shape[i] != 1 && v->strides[i] != expect) return 0;
