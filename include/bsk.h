@@ -295,7 +295,8 @@ BSK_API bsk_status bsk_bsr_stats_get(const bsk_bsr *A, bsk_bsr_stats *stats);
 /* SpMM:  C = alpha · op(A) · B + beta · C
    A: BSR, M x K (op N) — op T uses Aᵀ, K x M.  B: dense, op(A).cols x N.  C: dense, op(A).rows x N.
    Dtypes: A and B the same, one of F32/F16/BF16; C any of F32/F16/BF16. Accumulation is fp32.
-   beta = 0 means C is not read (NaN in C does not propagate). C must not alias A or B.
+   beta = 0 means C is not read (NaN in C does not propagate). C must not overlap A (values, row_ptr,
+   col_idx) or B: BSK_ERR_INVALID_ARGUMENT.
    Non-finite values: NaN / Inf in a stored block of A or in a row of B that a stored block multiplies reach C as
    in the dense product; a row of C whose block row stores no block in that block column may also become
    NaN (0 · Inf) on the CUDA Hopper kernels for 16 / 32 blocks, which multiply several block rows in one
@@ -319,7 +320,8 @@ BSK_API bsk_status bsk_spmm(bsk_context *ctx, bsk_op op, float alpha, const bsk_
 /* SDDMM:  out.values = alpha · (X · Yᵀ) sampled on out's block pattern + beta · out.values
    X: dense M x D, Y: dense K x D (same dtype), out: BSR M x K whose row_ptr/col_idx give the pattern and
    whose values (dtype F32, or the dtype of X) are updated in place. beta = 0: old values not read.
-   Padding entries of partial blocks (outside the M x K matrix) are written as 0.
+   Padding entries of partial blocks (outside the M x K matrix) are written as 0. out.values must not overlap X,
+   Y or out's own row_ptr / col_idx: BSK_ERR_INVALID_ARGUMENT.
    This is dA = dY · Xᵀ of a block-sparse layer Y = A·X (pass X = dY, Y = Xᵀ's rows = X of the layer). */
 BSK_API bsk_status bsk_sddmm(bsk_context *ctx, float alpha, const bsk_dense *X, const bsk_dense *Y, float beta,
                              bsk_bsr *out);
@@ -381,7 +383,8 @@ BSK_API int bsk_tune_entries(const bsk_context *ctx);
    elements, >= 0; the head dimension is always contiguous). Both [batch, seq, heads, dim] and
    [batch, heads, seq, dim] storage (or any other order, e.g. a slice of a packed QKV tensor) are just
    strides; bsk_attn_tensor_bshd / bsk_attn_tensor_bhsd fill them for packed arrays.
-   Inputs may share memory (e.g. stride 0 broadcasts); O must not overlap itself or any input. */
+   Inputs may share memory (e.g. stride 0 broadcasts); O must not overlap itself or any input (the layout's
+   arrays and kv_lens included). */
 typedef struct bsk_attn_tensor {
     int64_t batch, seq, heads, dim;
     int64_t stride_batch, stride_seq, stride_head; /* elements */
@@ -495,7 +498,7 @@ BSK_API bsk_status bsk_attn_layout_tiles(const bsk_attn_layout *L, int64_t *full
      kv_lens: NULL, or batch int32 key lengths in [0, seq_k] (host-checked; clamped on the device).
      lse: NULL (not saved) or batch*heads*seq_q float32 (packed), in the same memory as the tensors.
    Errors (nothing is written): NULL_POINTER, INVALID_ARGUMENT (bad dtype/memory enum, negative size or
-   stride, O overlapping itself or an input, non-finite scale, kv_lens out of range, |causal_offset| >
+   stride, O or lse overlapping itself or an input — the layout and kv_lens included —, non-finite scale, kv_lens out of range, |causal_offset| >
    2^31), SHAPE_MISMATCH (tensors disagree with each other or with the layout's seq/batch/heads),
    UNSUPPORTED (dtype mix, dim > 512), MISALIGNED, WRONG_LOCATION, OVERFLOW, INVALID_BSR (host layout
    malformed; a device layout is trusted — check it once with bsk_attn_layout_validate — and kernels clamp
@@ -573,7 +576,8 @@ BSK_API bsk_status bsk_topk_block_layout(bsk_context *ctx, const bsk_topk_params
      lse: required, batch*heads*seq_q float32 as the forward wrote it. o and lse are read, never written.
      d_lse: NULL, or the gradient of the loss with respect to lse (batch*heads*seq_q float32, packed), for
           losses that use lse too: it enters as D = rowsum(dO ∘ O) − d_lse (dlse/dS = P).
-     dq, dk, dv must not overlap themselves, each other or any input. Inputs may share memory.
+     dq, dk, dv must not overlap themselves, each other or any input (the layout's arrays and kv_lens
+     included). Inputs may share memory.
    Accumulation is fp32 (the GPU rounds P and dS to the input dtype for the tensor-core products, as
    FlashAttention does). Results are bitwise deterministic on both backends: no floating-point atomics,
    every sum in a fixed order (the CPU result does not depend on the thread count either).
