@@ -61,6 +61,8 @@ void bench_write_fig(cli_json *j, const char *key, const bench_fig *f);
 /* A JSON results file written as path.part and renamed by bench_json_close (NULL: could not open; said on
    stderr under `who`). */
 FILE *bench_json_open(const char *path, const char *who, char **tmp);
+/* Whether path.part can be created (checked before a long run; says why not on stderr). */
+int bench_json_writable(const char *path, const char *who);
 void bench_json_close(FILE *f, char *tmp, const char *path, const char *who);
 
 /* `bsk bench train` (tools/bench_train.c): a training step of a block-sparse linear layer (fwd SpMM, Aᵀ·B,

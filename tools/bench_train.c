@@ -746,6 +746,7 @@ int cmd_bench_train(int argc, char **argv)
     bench_state *b = &ts.g;
     b->seed = seed;
     b->json = json;
+    if (json && !bench_json_writable(json, "bsk bench train")) return CLI_FAIL;
     ts.cache = !nocache;
     bsk_context *probe;
     if (cli_open("bench train", device_req, &probe, &b->device)) return CLI_FAIL;

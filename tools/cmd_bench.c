@@ -52,6 +52,17 @@ FILE *bench_json_open(const char *path, const char *who, char **tmp)
     return f;
 }
 
+int bench_json_writable(const char *path, const char *who)
+{
+    char *tmp;
+    FILE *f = bench_json_open(path, who, &tmp);
+    if (!f) return 0;
+    fclose(f);
+    remove(tmp);
+    free(tmp);
+    return 1;
+}
+
 void bench_json_close(FILE *f, char *tmp, const char *path, const char *who)
 {
     int bad = ferror(f);
@@ -362,6 +373,7 @@ int cmd_bench(int argc, char **argv)
     b.sddmm = strcmp(pos[0], "sddmm") == 0;
     b.seed = seed;
     b.json = json;
+    if (json && !bench_json_writable(json, "bsk bench")) return CLI_FAIL;
     bsk_context *probe;
     if (cli_open("bench", device_req, &probe, &b.device)) return CLI_FAIL;
     bsk_destroy(probe);

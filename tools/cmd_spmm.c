@@ -156,7 +156,9 @@ int cmd_spmm(int argc, char **argv)
 
     /* host memory: A's values (about density of the dense size), B, C twice, and the check's copies */
     double esz = (double)bsk_dtype_size(dt), osz = (double)bsk_dtype_size(ot);
-    double need = a.density * (double)arows * (double)acols * esz * (a.check && a.op ? 2 : 1) +
+    /* A as stored: whole blocks (a block larger than the matrix is padded) plus a column index each */
+    double ablocks = a.density * ceil((double)arows / (double)a.block_rows) * ceil((double)acols / (double)a.block_cols);
+    double need = ablocks * ((double)a.block_rows * (double)a.block_cols * esz + 4.0) * (a.check && a.op ? 2 : 1) +
                   (double)a.k * (double)a.n * (esz + (a.check ? 4 : 0)) + 2.0 * (double)a.m * (double)a.n * osz +
                   16.0 * ((double)arows + (double)acols); /* pattern metadata and the generator's scratch */
     if (!cli_host_fits(cmd, need)) return CLI_FAIL;
@@ -244,7 +246,8 @@ int cmd_sddmm(int argc, char **argv)
     if (ot != BSK_F32 && ot != dt) return cli_usage_error(cmd, "--out-dtype must be f32 or the input dtype");
 
     double esz = (double)bsk_dtype_size(dt), osz = (double)bsk_dtype_size(ot);
-    double need = 3.0 * a.density * (double)a.m * (double)a.n * osz +
+    double pblocks = a.density * ceil((double)a.m / (double)a.block_rows) * ceil((double)a.n / (double)a.block_cols);
+    double need = 3.0 * pblocks * ((double)a.block_rows * (double)a.block_cols * osz + 4.0) +
                   ((double)a.m + (double)a.n) * (double)a.k * (esz + (a.check ? 4 : 0)) +
                   16.0 * ((double)a.m + (double)a.n); /* pattern metadata and the generator's scratch */
     if (!cli_host_fits(cmd, need)) return CLI_FAIL;
