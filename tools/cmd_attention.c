@@ -11,6 +11,7 @@
 #include <string.h>
 #include "cli.h"
 #include "attn_common.h"
+#include "bench.h"
 #include "../src/attention/attention_internal.h"
 
 #define MAXD_ATTN_LIST 4
@@ -546,6 +547,7 @@ int cmd_attention(int argc, char **argv)
     if (quick) { S = 2048; iters = 1; warmup = 1; seq_iters = 1; }
 #ifdef BSK_WITH_CUDA
     bsk__attn_pdl = (int)pdl;
+    if (!bench_json_writable(json, "bsk attention")) return CLI_FAIL; /* before the run, not after it */
     return run(json, (int)iters, (int)warmup, B, H, S, dims, nd, dens, ndens, variants, (int)variant, compare, (int)seq_iters);
 #else
     (void)variants;

@@ -12,6 +12,7 @@
 #include <string.h>
 #include "cli.h"
 #include "attn_common.h"
+#include "bench.h"
 #include "../src/attention/attention_internal.h"
 
 #ifdef BSK_WITH_CUDA
@@ -259,6 +260,7 @@ int cmd_attention_bwd(int argc, char **argv)
     if (D != 64 && D != 128) return cli_usage_error("attention-bwd", "--dim must be 64 or 128");
     if (quick) { S = 2048; iters = 1; warmup = 1; }
 #ifdef BSK_WITH_CUDA
+    if (!bench_json_writable(json, "bsk attention-bwd")) return CLI_FAIL; /* before the run, not after it */
     return run(json, (int)iters, (int)warmup, B, H, S, D, dens, ndens, with_causal);
 #else
     (void)with_causal; (void)B; (void)H; (void)json;
