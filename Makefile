@@ -62,7 +62,7 @@ TOOL_BLAS   = -lopenblas
 endif
 
 .PHONY: nsys all lib test test-asan bench probes sass fuzz fuzz-build clean
-all: lib $(BUILD)/bin/bsk $(BUILD)/bin/bsk_tests
+all: lib $(BUILD)/bin/bsk $(BUILD)/bin/bsk_tests $(BUILD)/bin/example_spmm
 
 lib: $(BUILD)/lib/libbsk.so $(BUILD)/lib/libbsk.a
 
@@ -101,6 +101,15 @@ $(BUILD)/bin/bsk: $(TOOL_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/lib/libbsk.a
 	$(CC) $^ -o $@ $(TOOL_CUDA_LIBS) $(TOOL_BLAS) $(LDLIBS) -lstdc++
 
 $(BUILD)/bin/bsk_tests: $(TEST_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/lib/libbsk.a
+	@mkdir -p $(dir $@)
+	$(CC) $^ -o $@ $(CUDA_LIBS) $(LDLIBS) -lstdc++
+
+# examples/: small whole programs over the public API (each checks its own result and exits non-zero if wrong)
+$(BUILD)/examples/%.o: examples/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/bin/example_%: $(BUILD)/examples/%.o $(BUILD)/lib/libbsk.a
 	@mkdir -p $(dir $@)
 	$(CC) $^ -o $@ $(CUDA_LIBS) $(LDLIBS) -lstdc++
 
