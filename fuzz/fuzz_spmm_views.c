@@ -12,8 +12,6 @@
 
 enum { ARENA = 8192 }; /* 4-byte words */
 
-static int64_t word_off(fuzz_in *in) { return fuzz_small(in, 255) * 24; }
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     fuzz_in in = {data, size};
@@ -21,36 +19,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const int64_t rows = fuzz_small(&in, 12), cols = fuzz_small(&in, 12), n = fuzz_small(&in, 6);
     const int op = fuzz_u8(&in) & 1;
     const int64_t mb = (rows + br - 1) / br, nb = (cols + bc - 1) / bc;
-    uint32_t *arena = (uint32_t *)malloc(ARENA * 4), *before = (uint32_t *)malloc(ARENA * 4);
+    uint32_t *arena = fuzz_arena_new(ARENA), *before = (uint32_t *)malloc(ARENA * 4);
     unsigned char *m = (unsigned char *)calloc(ARENA, 1);
-    for (int i = 0; i < ARENA; i++) { float f = (float)(i % 7) - 3.0f; memcpy(&arena[i], &f, 4); }
-    /* the pattern: each block row keeps the block columns of a fuzzed bit mask, in order */
     int32_t rp[16], ci[16 * 16];
-    int64_t nnzb = 0;
-    rp[0] = 0;
-    for (int64_t i = 0; i < mb; i++) {
-        const uint32_t bits = fuzz_u32(&in);
-        for (int64_t j = 0; j < nb; j++)
-            if ((bits >> j) & 1u) ci[nnzb++] = (int32_t)j;
-        rp[i + 1] = (int32_t)nnzb;
-    }
+    const int64_t nnzb = fuzz_pattern(&in, mb, nb, rp, ci);
     const int64_t orow = op ? cols : rows, ocol = op ? rows : cols; /* op(A) is orow x ocol */
     const int64_t ldb = n + fuzz_small(&in, 3), ldc = n + fuzz_small(&in, 3);
-    const int64_t o_rp = word_off(&in), o_ci = word_off(&in), o_v = word_off(&in), o_b = word_off(&in), o_c = word_off(&in);
+    const int64_t o_rp = fuzz_word_off(&in), o_ci = fuzz_word_off(&in), o_v = fuzz_word_off(&in), o_b = fuzz_word_off(&in), o_c = fuzz_word_off(&in);
     const int64_t nv = nnzb * br * bc;
     const int64_t end_b = ocol ? o_b + (ocol - 1) * ldb + n : o_b, end_c = orow ? o_c + (orow - 1) * ldc + n : o_c;
     if (o_rp + mb + 1 > ARENA || o_ci + nnzb > ARENA || o_v + nv > ARENA || end_b > ARENA || end_c > ARENA) goto out;
     /* the index arrays apart from each other and from the float inputs (values and B may share memory: both hold
        small integers as floats, so the products stay exact); C goes anywhere */
-#define APART(a0, a1, b0, b1) ((a1) <= (b0) || (b1) <= (a0))
-    if (!APART(o_rp, o_rp + mb + 1, o_ci, o_ci + nnzb) || !APART(o_rp, o_rp + mb + 1, o_v, o_v + nv) ||
-        !APART(o_ci, o_ci + nnzb, o_v, o_v + nv) || !APART(o_rp, o_rp + mb + 1, o_b, end_b) ||
-        !APART(o_ci, o_ci + nnzb, o_b, end_b))
-        goto out;
-    memcpy(arena + o_rp, rp, (size_t)(mb + 1) * 4);
-    memcpy(arena + o_ci, ci, (size_t)nnzb * 4);
-    bsk_bsr A = {rows, cols, br, bc, nnzb, (int32_t *)(arena + o_rp), (int32_t *)(arena + o_ci), arena + o_v,
-                 BSK_F32, BSK_MEM_HOST};
+    if (!fuzz_index_apart(o_rp, mb, o_ci, nnzb, o_v, o_v + nv) || !fuzz_index_apart(o_rp, mb, o_ci, nnzb, o_b, end_b)) goto out;
+    bsk_bsr A = fuzz_bsr_in_arena(arena, o_rp, o_ci, o_v, rp, ci, rows, cols, br, bc);
     bsk_dense B = {ocol, n, ldb, BSK_F32, BSK_MEM_HOST, arena + o_b}, C = {orow, n, ldc, BSK_F32, BSK_MEM_HOST, arena + o_c};
     memcpy(before, arena, ARENA * 4);
     bsk_context *ctx = NULL;
