@@ -1,9 +1,10 @@
-/* fuzz_attn_views.c — arbitrary tensor views for the attention forward: sizes, strides (packed, arbitrary,
-   huge), offsets into one shared arena (so views may overlap each other, lse and kv_lens), GQA head counts.
+/* fuzz_attn_views.c — arbitrary tensor views for the attention forward and backward: sizes, strides (packed,
+   arbitrary, near-limit, huge), offsets into one shared arena (so views may overlap each other, lse, d_lse,
+   kv_lens and — copied there — the layout's arrays), GQA head counts.
    Properties checked on the CPU backend, besides "no sanitizer report":
      - a refused call (any status but SUCCESS) leaves every byte of the arena as it was;
-     - an accepted call changed nothing but O's elements and lse, and O shares no element with q, k, v,
-       lse or kv_lens;
+     - an accepted call changed nothing but its outputs' elements (O and lse; dq, dk and dv), and no output
+       shares an element with an input (q, k, v, o, d_o, lse, d_lse, kv_lens, the layout's arrays);
      - a view whose extent reaches 2^60 elements (the library's limit; sums of such strides pass INT64_MAX) is
        refused. Otherwise the harness only calls with views inside its arena: a view past the caller's buffer
        is the caller's bug, not the library's. */
@@ -60,61 +61,106 @@ static void mark(const bsk_attn_tensor *t, const float *arena, unsigned char *m,
                     m[(const float *)t->data - arena + b * t->stride_batch + s * t->stride_seq + h * t->stride_head + d] |= bit;
 }
 
+/* the layout's four arrays copied into the arena at fuzzed word offsets (so outputs may land on them); marked as
+   inputs in m. Returns 0 when they do not fit. */
+static int layout_in_arena(fuzz_in *in, const bsk_attn_layout *D, bsk_attn_layout *L, float *arena, unsigned char *m)
+{
+    const int64_t rows = (int64_t)D->batch * D->heads * bsk_attn_layout_mq(D), idx = rows * D->capacity;
+    int32_t **dst[4] = {&L->full_count, &L->part_count, &L->full_idx, &L->part_idx};
+    const int32_t *src[4] = {D->full_count, D->part_count, D->full_idx, D->part_idx};
+    const int64_t n[4] = {rows, rows, idx, idx};
+    *L = *D;
+    for (int a = 0; a < 4; a++) {
+        const int64_t off = fuzz_small(in, 255) * 16;
+        if (off + n[a] > ARENA) return 0;
+        memcpy(arena + off, src[a], (size_t)n[a] * 4);
+        *dst[a] = (int32_t *)(arena + off);
+        for (int64_t i = 0; i < n[a]; i++) m[off + i] |= 2;
+    }
+    return 1;
+}
+
+/* a float array of n elements somewhere in the arena (4-byte aligned), or NULL when it does not fit */
+static float *arena_array(fuzz_in *in, float *arena, int64_t n)
+{
+    const int64_t off = fuzz_small(in, 255) * 4;
+    return off + n <= ARENA ? arena + off : NULL;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     fuzz_in in = {data, size};
+    const int bwd = fuzz_u8(&in) & 1; /* 0: forward (writes O, lse); 1: backward (writes dq, dk, dv) */
     const int64_t sq = fuzz_small(&in, 12), sk = fuzz_small(&in, 12);
     const int32_t bq = (int32_t)fuzz_small(&in, 5) + 1, bk = (int32_t)fuzz_small(&in, 5) + 1;
     const int64_t batch = fuzz_small(&in, 2) + 1, hk = fuzz_small(&in, 1) + 1, hq = hk * (fuzz_small(&in, 1) + 1);
     const int64_t dim = fuzz_small(&in, 5) + 1;
-    bsk_attn_layout L;
-    if (bsk_attn_layout_dense(sq, sk, bq, bk, &L) != BSK_SUCCESS) return 0;
+    bsk_attn_layout D, L;
+    if (bsk_attn_layout_dense(sq, sk, bq, bk, &D) != BSK_SUCCESS) return 0;
     float *arena = (float *)malloc(ARENA * sizeof(float)), *before = (float *)malloc(ARENA * sizeof(float));
-    unsigned char *m = (unsigned char *)calloc(ARENA, 1);
+    unsigned char *m = (unsigned char *)calloc(ARENA, 1); /* bit 1: written by the call; 2: read; 4: lse (fwd) */
     for (int i = 0; i < ARENA; i++) arena[i] = (float)(i % 7) - 3.0f;
-    view q = make_view(&in, arena, batch, sq, hq, dim), k = make_view(&in, arena, batch, sk, hk, dim);
-    view v = make_view(&in, arena, batch, sk, hk, dim), o = make_view(&in, arena, batch, sq, hq, dim);
-    bsk_attention_params p = {q.t, k.t, v.t, o.t, NULL, &L, NULL, 0.0f, (int)(fuzz_u8(&in) & 1), 0};
+    L = D;
+    const int in_arena = (fuzz_u8(&in) & 1) && layout_in_arena(&in, &D, &L, arena, m);
     const int64_t lse_n = batch * hq * sq;
-    if (fuzz_u8(&in) & 1) { /* lse somewhere in the arena (4-byte aligned) */
-        const int64_t off = fuzz_small(&in, 255) * 4;
-        if (off + lse_n <= ARENA) p.lse = arena + off;
-    }
+    int32_t *kl = NULL;
     if (fuzz_u8(&in) & 1) { /* kv_lens in the arena, as int32 in [0, sk] */
-        const int64_t off = fuzz_small(&in, 255) * 4;
-        int32_t *kl = (int32_t *)(arena + off);
-        if (off + batch <= ARENA) {
+        float *a = arena_array(&in, arena, batch);
+        if (a) {
+            kl = (int32_t *)a;
             for (int64_t b = 0; b < batch; b++) kl[b] = (int32_t)fuzz_small(&in, sk);
-            p.kv_lens = kl;
         }
     }
-    const int huge = q.huge || k.huge || v.huge || o.huge;
-    const int fits = q.fits && k.fits && v.fits && o.fits;
-    if (huge || fits) {
+    view vw[8];
+    int nv = 0, huge = 0, fits = 1;
+    bsk_status s = BSK_SUCCESS;
+    int call = 0;
+    if (!bwd) {
+        vw[0] = make_view(&in, arena, batch, sq, hq, dim), vw[1] = make_view(&in, arena, batch, sk, hk, dim);
+        vw[2] = make_view(&in, arena, batch, sk, hk, dim), vw[3] = make_view(&in, arena, batch, sq, hq, dim);
+        nv = 4;
+    } else { /* q k v o d_o | dq dk dv */
+        const int64_t sz[8] = {sq, sk, sk, sq, sq, sq, sk, sk}, hh[8] = {hq, hk, hk, hq, hq, hq, hk, hk};
+        for (int i = 0; i < 8; i++) vw[i] = make_view(&in, arena, batch, sz[i], hh[i], dim);
+        nv = 8;
+    }
+    for (int i = 0; i < nv; i++) huge |= vw[i].huge, fits &= vw[i].fits;
+    float *lse = (bwd || (fuzz_u8(&in) & 1)) ? arena_array(&in, arena, lse_n) : NULL;
+    float *d_lse = bwd && (fuzz_u8(&in) & 1) ? arena_array(&in, arena, lse_n) : NULL;
+    if ((huge || fits) && (!bwd || lse)) {
         memcpy(before, arena, ARENA * sizeof(float));
         bsk_context *ctx = NULL;
         if (bsk_create(&ctx, BSK_BACKEND_CPU) != BSK_SUCCESS) abort();
-        const bsk_status s = bsk_attention_forward(ctx, &p);
-        bsk_destroy(ctx);
-        if (huge && s == BSK_SUCCESS) abort(); /* an extent past int64 accepted */
-        if (s != BSK_SUCCESS) {
-            if (memcmp(before, arena, ARENA * sizeof(float)) != 0) abort(); /* a refused call wrote */
+        if (!bwd) {
+            bsk_attention_params p = {vw[0].t, vw[1].t, vw[2].t, vw[3].t, lse, &L, kl, 0.0f, (int)(fuzz_u8(&in) & 1), 0};
+            s = bsk_attention_forward(ctx, &p);
         } else {
-            /* 1 = O, 2 = an input (q, k, v, lse, kv_lens) */
-            mark(&o.t, arena, m, 1);
-            mark(&q.t, arena, m, 2), mark(&k.t, arena, m, 2), mark(&v.t, arena, m, 2);
-            if (p.lse)
-                for (int64_t i = 0; i < lse_n; i++) m[p.lse - arena + i] |= 4;
-            if (p.kv_lens)
-                for (int64_t b = 0; b < batch; b++) m[(const float *)p.kv_lens - arena + b] |= 2;
-            for (int i = 0; i < ARENA; i++) {
-                if ((m[i] & 1) && (m[i] & 6)) abort(); /* O accepted over an input or over lse */
-                if ((m[i] & 4) && (m[i] & 2)) abort(); /* lse accepted over an input */
-                if (!(m[i] & 5) && memcmp(&before[i], &arena[i], sizeof(float)) != 0) abort(); /* wrote elsewhere */
-            }
+            bsk_attention_bwd_params p = {vw[0].t, vw[1].t, vw[2].t, vw[3].t, vw[4].t, lse, d_lse,
+                                          vw[5].t, vw[6].t, vw[7].t, &L, kl, 0.0f, (int)(fuzz_u8(&in) & 1), 0};
+            s = bsk_attention_backward(ctx, &p);
+        }
+        bsk_destroy(ctx);
+        call = 1;
+    }
+    if (call && huge && s == BSK_SUCCESS) abort(); /* an extent of 2^60 or more accepted */
+    if (call && s != BSK_SUCCESS && memcmp(before, arena, ARENA * sizeof(float)) != 0) abort(); /* a refused call wrote */
+    if (call && s == BSK_SUCCESS) {
+        const int nin = bwd ? 5 : 3; /* views 0 .. nin-1 are read, the rest written */
+        for (int i = 0; i < nv; i++) mark(&vw[i].t, arena, m, i < nin ? 2 : 1);
+        if (kl)
+            for (int64_t b = 0; b < batch; b++) m[(float *)kl - arena + b] |= 2;
+        if (lse)
+            for (int64_t i = 0; i < lse_n; i++) m[lse - arena + i] |= bwd ? 2 : 4;
+        if (d_lse)
+            for (int64_t i = 0; i < lse_n; i++) m[d_lse - arena + i] |= 2;
+        for (int i = 0; i < ARENA; i++) {
+            if ((m[i] & 1) && (m[i] & 6)) abort(); /* an output accepted over an input or over lse */
+            if ((m[i] & 4) && (m[i] & 2)) abort(); /* lse accepted over an input */
+            if (!(m[i] & 5) && memcmp(&before[i], &arena[i], sizeof(float)) != 0) abort(); /* wrote elsewhere */
         }
     }
+    (void)in_arena;
     free(arena), free(before), free(m);
-    bsk_attn_layout_free(&L);
+    bsk_attn_layout_free(&D);
     return 0;
 }
