@@ -76,13 +76,6 @@ static int self_overlaps(const bsk_attn_tensor *t)
     return 0;
 }
 
-static int overlaps(const void *a, int64_t abytes, const void *b, int64_t bbytes)
-{
-    if (!a || !b || abytes <= 0 || bbytes <= 0) return 0;
-    uintptr_t a0 = (uintptr_t)a, b0 = (uintptr_t)b;
-    return a0 < b0 + (uintptr_t)bbytes && b0 < a0 + (uintptr_t)abytes;
-}
-
 static int64_t tensor_bytes(const bsk_attn_tensor *t) { return tensor_span(t) * (int64_t)bsk_dtype_size(t->dtype); }
 
 static bsk_status check_layout_full(const bsk_attn_layout *L)
@@ -119,15 +112,14 @@ int bsk__attn_overlaps_reads(const void *p, int64_t bytes, const bsk_attn_layout
                              int64_t batch)
 {
     int64_t rows = bsk__attn_layout_rows(L), idx = rows * L->capacity;
-    return overlaps(p, bytes, L->full_count, rows * 4) || overlaps(p, bytes, L->part_count, rows * 4) ||
-           overlaps(p, bytes, L->full_idx, idx * 4) || overlaps(p, bytes, L->part_idx, idx * 4) ||
-           overlaps(p, bytes, kv_lens, batch * 4);
+    return bsk__overlaps(p, bytes, L->full_count, rows * 4) || bsk__overlaps(p, bytes, L->part_count, rows * 4) ||
+           bsk__overlaps(p, bytes, L->full_idx, idx * 4) || bsk__overlaps(p, bytes, L->part_idx, idx * 4) ||
+           bsk__overlaps(p, bytes, kv_lens, batch * 4);
 }
 
 /* Shared with the backward front end (attention_bwd.c), declared in attention_internal.h. */
 bsk_status bsk__attn_check_tensor(const bsk_attn_tensor *t) { return check_tensor(t); }
 int bsk__attn_self_overlaps(const bsk_attn_tensor *t) { return self_overlaps(t); }
-int bsk__attn_overlaps(const void *a, int64_t abytes, const void *b, int64_t bbytes) { return overlaps(a, abytes, b, bbytes); }
 int64_t bsk__attn_tensor_bytes(const bsk_attn_tensor *t) { return tensor_bytes(t); }
 
 bsk_status bsk__attention_check(bsk_context *ctx, const bsk_attention_params *p, int o_out, bsk__attn_dims *dims)
@@ -160,10 +152,10 @@ bsk_status bsk__attention_check(bsk_context *ctx, const bsk_attention_params *p,
     if ((s = check_kv_lens(p->kv_lens, q->batch, k->seq, m))) return s;
     if ((s = check_layout_full(L))) return s;
     int64_t lse_bytes = bsk__attn_lse_bytes(q->batch, q->heads, q->seq), ob = tensor_bytes(o);
-    if (o_out && (self_overlaps(o) || overlaps(o->data, ob, q->data, tensor_bytes(q)) ||
-        overlaps(o->data, ob, k->data, tensor_bytes(k)) || overlaps(o->data, ob, v->data, tensor_bytes(v)) ||
-        overlaps(o->data, ob, p->lse, lse_bytes) || overlaps(p->lse, lse_bytes, q->data, tensor_bytes(q)) ||
-        overlaps(p->lse, lse_bytes, k->data, tensor_bytes(k)) || overlaps(p->lse, lse_bytes, v->data, tensor_bytes(v)) ||
+    if (o_out && (self_overlaps(o) || bsk__overlaps(o->data, ob, q->data, tensor_bytes(q)) ||
+        bsk__overlaps(o->data, ob, k->data, tensor_bytes(k)) || bsk__overlaps(o->data, ob, v->data, tensor_bytes(v)) ||
+        bsk__overlaps(o->data, ob, p->lse, lse_bytes) || bsk__overlaps(p->lse, lse_bytes, q->data, tensor_bytes(q)) ||
+        bsk__overlaps(p->lse, lse_bytes, k->data, tensor_bytes(k)) || bsk__overlaps(p->lse, lse_bytes, v->data, tensor_bytes(v)) ||
         bsk__attn_overlaps_reads(o->data, ob, L, p->kv_lens, q->batch) ||
         bsk__attn_overlaps_reads(p->lse, lse_bytes, L, p->kv_lens, q->batch)))
         return BSK_ERR_INVALID_ARGUMENT;

@@ -42,14 +42,14 @@ static bsk_status bsk_attention_backward_body(bsk_context *ctx, const bsk_attent
     for (int i = 0; i < 3; i++) {
         const bsk_attn_tensor *a = outs[i];
         int64_t ab = bsk__attn_tensor_bytes(a);
-        if (bsk__attn_self_overlaps(a) || bsk__attn_overlaps(a->data, ab, p->lse, lse_bytes) ||
-            bsk__attn_overlaps(a->data, ab, p->d_lse, lse_bytes) ||
+        if (bsk__attn_self_overlaps(a) || bsk__overlaps(a->data, ab, p->lse, lse_bytes) ||
+            bsk__overlaps(a->data, ab, p->d_lse, lse_bytes) ||
             bsk__attn_overlaps_reads(a->data, ab, p->layout, p->kv_lens, d.batch))
             return BSK_ERR_INVALID_ARGUMENT;
         for (int j = 0; j < 5; j++)
-            if (bsk__attn_overlaps(a->data, ab, ins[j]->data, bsk__attn_tensor_bytes(ins[j]))) return BSK_ERR_INVALID_ARGUMENT;
+            if (bsk__overlaps(a->data, ab, ins[j]->data, bsk__attn_tensor_bytes(ins[j]))) return BSK_ERR_INVALID_ARGUMENT;
         for (int j = i + 1; j < 3; j++)
-            if (bsk__attn_overlaps(a->data, ab, outs[j]->data, bsk__attn_tensor_bytes(outs[j]))) return BSK_ERR_INVALID_ARGUMENT;
+            if (bsk__overlaps(a->data, ab, outs[j]->data, bsk__attn_tensor_bytes(outs[j]))) return BSK_ERR_INVALID_ARGUMENT;
     }
     if (d.batch * d.heads * d.seq_q == 0 && d.batch * d.kv_heads * d.seq_k == 0) return BSK_SUCCESS;
     if (m == BSK_MEM_HOST) {

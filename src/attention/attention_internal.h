@@ -73,7 +73,6 @@ static inline BSK_HD int64_t bsk__topk_diagonal(int64_t bk, int64_t q1, int64_t 
 bsk_status bsk__attention_check(bsk_context *ctx, const bsk_attention_params *p, int o_out, bsk__attn_dims *dims);
 bsk_status bsk__attn_check_tensor(const bsk_attn_tensor *t);  /* one view: sizes, strides, dtype, pointer */
 int bsk__attn_self_overlaps(const bsk_attn_tensor *t);        /* a view that would write an element twice */
-int bsk__attn_overlaps(const void *a, int64_t abytes, const void *b, int64_t bbytes);
 int64_t bsk__attn_tensor_bytes(const bsk_attn_tensor *t);     /* byte span of a view */
 int64_t bsk__attn_lse_bytes(int64_t batch, int64_t heads, int64_t seq); /* lse bytes, saturated */
 /* [p, p+bytes) over the layout's arrays or kv_lens (inputs the kernels read). */

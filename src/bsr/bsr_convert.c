@@ -2,13 +2,6 @@
 #include <string.h>
 #include "bsr_common.h"
 
-static int overlaps(const void *a, size_t an, const void *b, size_t bn)
-{
-    if (!a || !b || !an || !bn) return 0;
-    uintptr_t a0 = (uintptr_t)a, b0 = (uintptr_t)b;
-    return a0 < b0 + bn && b0 < a0 + an;
-}
-
 /* Copy one element of `esz` bytes: fixed-size copies the compiler turns into a move. */
 static inline void copy_elem(unsigned char *dst, const unsigned char *src, size_t esz)
 {
@@ -32,9 +25,9 @@ bsk_status bsk_bsr_to_dense(const bsk_bsr *A, bsk_dense *dense)
     /* Writing the output must not clobber the input being read. Sizes are bounded by the checks above
        (< 2^62 elements of at most 4 bytes), so they fit a size_t. */
     size_t dbytes = rows ? (size_t)((rows - 1) * ld + cols) * esz : 0;
-    if (overlaps(dense->data, dbytes, A->values, (size_t)(A->nnzb * bsz) * esz) ||
-        overlaps(dense->data, dbytes, A->row_ptr, (size_t)(mb + 1) * 4) ||
-        overlaps(dense->data, dbytes, A->col_idx, (size_t)A->nnzb * 4))
+    if (bsk__overlaps(dense->data, dbytes, A->values, (size_t)(A->nnzb * bsz) * esz) ||
+        bsk__overlaps(dense->data, dbytes, A->row_ptr, (size_t)(mb + 1) * 4) ||
+        bsk__overlaps(dense->data, dbytes, A->col_idx, (size_t)A->nnzb * 4))
         return BSK_ERR_INVALID_ARGUMENT;
     if (!rows || !cols) return BSK_SUCCESS;
 

@@ -21,13 +21,6 @@ static bsk_status pick_side(const bsk_context *ctx, bsk_memory m0, bsk_memory m1
 }
 
 /* Byte counts are uint64_t: elements < 2^62 (checked) times 4 bytes can pass INT64_MAX. */
-static int overlaps(const void *a, uint64_t abytes, const void *b, uint64_t bbytes)
-{
-    if (!a || !b || !abytes || !bbytes) return 0;
-    uintptr_t a0 = (uintptr_t)a, b0 = (uintptr_t)b;
-    return a0 < b0 + (uintptr_t)bbytes && b0 < a0 + (uintptr_t)abytes;
-}
-
 static uint64_t dense_bytes(const bsk_dense *D)
 {
     return D->rows ? (uint64_t)((D->rows - 1) * D->ld + D->cols) * bsk_dtype_size(D->dtype) : 0;
@@ -73,8 +66,8 @@ bsk_status bsk__spmm_check(bsk_context *ctx, bsk_op op, const bsk_bsr *A, const 
     if ((s = pick_side(ctx, A->mem, B->mem, C->mem))) return s;
     if ((s = check_bsr_full(A)) || (s = check_dense_full(B)) || (s = check_dense_full(C))) return s;
     uint64_t cb = dense_bytes(C);
-    if (overlaps(C->data, cb, B->data, dense_bytes(B)) || overlaps(C->data, cb, A->values, bsr_value_bytes(A)) ||
-        overlaps(C->data, cb, A->row_ptr, bsr_index_bytes(A, 0)) || overlaps(C->data, cb, A->col_idx, bsr_index_bytes(A, 1)))
+    if (bsk__overlaps(C->data, cb, B->data, dense_bytes(B)) || bsk__overlaps(C->data, cb, A->values, bsr_value_bytes(A)) ||
+        bsk__overlaps(C->data, cb, A->row_ptr, bsr_index_bytes(A, 0)) || bsk__overlaps(C->data, cb, A->col_idx, bsr_index_bytes(A, 1)))
         return BSK_ERR_INVALID_ARGUMENT;
     *empty = m == 0 || B->cols == 0;
     return BSK_SUCCESS;
@@ -110,9 +103,9 @@ static bsk_status bsk_sddmm_body(bsk_context *ctx, float alpha, const bsk_dense 
     if ((s = pick_side(ctx, out->mem, X->mem, Y->mem))) return s;
     if ((s = check_bsr_full(out)) || (s = check_dense_full(X)) || (s = check_dense_full(Y))) return s;
     uint64_t vb = bsr_value_bytes(out);
-    if (overlaps(out->values, vb, X->data, dense_bytes(X)) || overlaps(out->values, vb, Y->data, dense_bytes(Y)) ||
-        overlaps(out->values, vb, out->row_ptr, bsr_index_bytes(out, 0)) ||
-        overlaps(out->values, vb, out->col_idx, bsr_index_bytes(out, 1)))
+    if (bsk__overlaps(out->values, vb, X->data, dense_bytes(X)) || bsk__overlaps(out->values, vb, Y->data, dense_bytes(Y)) ||
+        bsk__overlaps(out->values, vb, out->row_ptr, bsr_index_bytes(out, 0)) ||
+        bsk__overlaps(out->values, vb, out->col_idx, bsr_index_bytes(out, 1)))
         return BSK_ERR_INVALID_ARGUMENT;
     if (out->nnzb == 0) return BSK_SUCCESS;
     if (out->mem == BSK_MEM_HOST) {
