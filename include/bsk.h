@@ -546,8 +546,9 @@ BSK_API bsk_status bsk_attention_forward(bsk_context *ctx, const bsk_attention_p
    partial sums over rows r0+g, r0+g+8, ... in ascending order combined as ((p0+p1)+(p2+p3))+((p4+p5)+(p6+p7)),
    then divides by the row count, all in fp32; key rows only up to kv_len). kv_lens lie in [0, out->seq_k].
    On the GPU without projections (nb <= 512) the pooled gate is one kernel launch.
-   Errors as bsk_attention_forward, plus INVALID_ARGUMENT for top_k < 1 or pooled not 0/1, SHAPE_MISMATCH
-   for pooled q.seq != mq or k.seq != nb. */
+   Errors as bsk_attention_forward, plus INVALID_ARGUMENT for top_k < 1 or pooled not 0/1, or out's arrays
+   overlapping each other or an input (q, k, kv_lens, w_q, w_k), SHAPE_MISMATCH for pooled q.seq != mq or
+   k.seq != nb. */
 typedef struct bsk_topk_params {
     bsk_attn_tensor q, k;
     const int32_t *kv_lens;    /* [batch] or NULL */

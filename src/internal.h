@@ -63,9 +63,10 @@ bsk_status bsk__check_bsr_location(const bsk_bsr *A);
 bsk_status bsk__check_dense_location(const bsk_dense *D);
 /* a*b with overflow check against BSK_LIMIT_ELEMS; returns 0 on overflow. */
 int bsk__mul_ok(int64_t a, int64_t b, int64_t *out);
-/* Whether the byte ranges [a, a + abytes) and [b, b + bbytes) share a byte (NULL or empty ranges never do). Sizes
-   are validated ones (< 2^62). The one aliasing test of every entry point. */
-int bsk__overlaps(const void *a, int64_t abytes, const void *b, int64_t bbytes);
+/* Whether the byte ranges [a, a + abytes) and [b, b + bbytes) share a byte (NULL or empty ranges never do; byte
+   counts are unsigned: validated element counts < 2^62 times the element size can pass INT64_MAX). The one aliasing
+   test of every entry point. */
+int bsk__overlaps(const void *a, uint64_t abytes, const void *b, uint64_t bbytes);
 
 /* ---- Nsight hooks (src/core/trace.c): an NVTX range per public operation, a mark naming the kernel that ran.
    Usage: `bsk__trace_begin(ctx, "bsk_spmm"); return bsk__trace_end(ctx, body(...));` (end returns the status).

@@ -250,3 +250,44 @@ BSK_TEST(attn_topk_pooled_errors)
     free(q.host); free(k.host); free(qfull.host); free(kfull.host);
     bsk_destroy(ctx);
 }
+
+/* The gate's output arrays over its inputs (q, k, kv_lens) or over each other: INVALID_ARGUMENT, nothing written
+   (before session 15 the gate wrote through them and could return a layout that does not validate). */
+BSK_TEST(attn_topk_out_overlap_refused)
+{
+    bsk_context *ctx;
+    REQUIRE_OK(bsk_create(&ctx, BSK_BACKEND_CPU));
+    bsk_rng *r = bsk_test_rng();
+    const int64_t B = 1, H = 1, S = 256, D = 16;
+    attn_tbuf q = attn_tensor_make(B, S, H, D, BSK_F32, BSHD, 0, r, 0), k = attn_tensor_make(B, S, H, D, BSK_F32, BSHD, 0, r, 0);
+    bsk_attn_layout L;
+    REQUIRE_OK(bsk_attn_layout_alloc(S, S, 64, 64, 1, 1, 2, BSK_MEM_HOST, &L)); /* 4 rows, capacity 2 */
+    bsk_topk_params p;
+    memset(&p, 0, sizeof p);
+    p.q = q.t; p.k = k.t; p.top_k = 2;
+    CHECK_STATUS(bsk_topk_block_layout(ctx, &p, &L), BSK_SUCCESS); /* the arrays as allocated: accepted */
+    const size_t qbytes = (size_t)(B * S * H * D) * 4;
+    float *qsave = (float *)malloc(qbytes);
+    memcpy(qsave, q.host, qbytes);
+    bsk_attn_layout bad = L;
+    bad.full_idx = (int32_t *)q.host + 8; /* full_idx inside q */
+    CHECK_STATUS(bsk_topk_block_layout(ctx, &p, &bad), BSK_ERR_INVALID_ARGUMENT);
+    CHECK(memcmp(qsave, q.host, qbytes) == 0);
+    bad = L;
+    bad.part_count = (int32_t *)k.host; /* part_count over k */
+    CHECK_STATUS(bsk_topk_block_layout(ctx, &p, &bad), BSK_ERR_INVALID_ARGUMENT);
+    bad = L;
+    bad.part_count = L.full_count + 2; /* the two count arrays overlapping */
+    CHECK_STATUS(bsk_topk_block_layout(ctx, &p, &bad), BSK_ERR_INVALID_ARGUMENT);
+    int32_t lens[4] = {(int32_t)S, 0, 0, 0};
+    bad = L;
+    bad.full_count = lens; /* full_count (4 rows) over kv_lens (lens[0]; batch 1) */
+    bsk_topk_params pk = p;
+    pk.kv_lens = lens;
+    CHECK_STATUS(bsk_topk_block_layout(ctx, &pk, &bad), BSK_ERR_INVALID_ARGUMENT);
+    CHECK(lens[0] == (int32_t)S && lens[1] == 0 && lens[2] == 0 && lens[3] == 0);
+    free(qsave);
+    bsk_attn_layout_free(&L);
+    free(q.host); free(k.host);
+    bsk_destroy(ctx);
+}

@@ -2,11 +2,11 @@
 #include <stdlib.h>
 #include "bsr_common.h"
 
-int bsk__overlaps(const void *a, int64_t abytes, const void *b, int64_t bbytes)
+int bsk__overlaps(const void *a, uint64_t abytes, const void *b, uint64_t bbytes)
 {
-    if (!a || !b || abytes <= 0 || bbytes <= 0) return 0;
-    uintptr_t a0 = (uintptr_t)a, b0 = (uintptr_t)b;
-    return a0 < b0 + (uintptr_t)bbytes && b0 < a0 + (uintptr_t)abytes;
+    if (!a || !b || !abytes || !bbytes) return 0;
+    const uintptr_t a0 = (uintptr_t)a, b0 = (uintptr_t)b; /* distances, not ends: nothing can wrap */
+    return a0 >= b0 ? (uint64_t)(a0 - b0) < bbytes : (uint64_t)(b0 - a0) < abytes;
 }
 
 int bsk__mul_ok(int64_t a, int64_t b, int64_t *out)
