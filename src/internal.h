@@ -67,6 +67,8 @@ int bsk__mul_ok(int64_t a, int64_t b, int64_t *out);
    counts are unsigned: validated element counts < 2^62 times the element size can pass INT64_MAX). The one aliasing
    test of every entry point. */
 int bsk__overlaps(const void *a, uint64_t abytes, const void *b, uint64_t bbytes);
+/* Bytes a dense descriptor spans from its data pointer: ((rows - 1) * ld + cols) elements (0 when rows is 0). */
+uint64_t bsk__dense_bytes(const bsk_dense *D);
 
 /* ---- Nsight hooks (src/core/trace.c): an NVTX range per public operation, a mark naming the kernel that ran.
    Usage: `bsk__trace_begin(ctx, "bsk_spmm"); return bsk__trace_end(ctx, body(...));` (end returns the status).

@@ -182,11 +182,6 @@ static bsk_status bsk_attention_forward_body(bsk_context *ctx, const bsk_attenti
 #endif
 }
 
-static uint64_t weight_bytes(const bsk_dense *w) /* a checked projection: rows >= 1 */
-{
-    return w->rows ? (uint64_t)((w->rows - 1) * w->ld + w->cols) * bsk_dtype_size(w->dtype) : 0;
-}
-
 static bsk_status check_weight(const bsk_dense *w, int64_t dim, bsk_memory m)
 {
     bsk_status s = bsk__check_dense(w);
@@ -244,8 +239,8 @@ static bsk_status bsk_topk_block_layout_body(bsk_context *ctx, const bsk_topk_pa
             if (bsk__overlaps(oa[i], ob[i], oa[j], ob[j])) return BSK_ERR_INVALID_ARGUMENT;
         if (bsk__overlaps(oa[i], ob[i], q->data, tensor_bytes(q)) || bsk__overlaps(oa[i], ob[i], k->data, tensor_bytes(k)) ||
             bsk__overlaps(oa[i], ob[i], p->kv_lens, (uint64_t)q->batch * 4) ||
-            (p->w_q && (bsk__overlaps(oa[i], ob[i], p->w_q->data, weight_bytes(p->w_q)) ||
-                        bsk__overlaps(oa[i], ob[i], p->w_k->data, weight_bytes(p->w_k)))))
+            (p->w_q && (bsk__overlaps(oa[i], ob[i], p->w_q->data, bsk__dense_bytes(p->w_q)) ||
+                        bsk__overlaps(oa[i], ob[i], p->w_k->data, bsk__dense_bytes(p->w_k)))))
             return BSK_ERR_INVALID_ARGUMENT;
     }
     bsk__attn_dims d = {q->batch, q->heads, k->heads, out->seq_q, out->seq_k, q->dim, bsk_attn_layout_mq(out), nb, 1.0f};

@@ -24,7 +24,7 @@ bsk_status bsk_bsr_to_dense(const bsk_bsr *A, bsk_dense *dense)
     const size_t esz = bsk_dtype_size(A->dtype);
     /* Writing the output must not clobber the input being read. Sizes are bounded by the checks above
        (< 2^62 elements of at most 4 bytes), so they fit a size_t. */
-    size_t dbytes = rows ? (size_t)((rows - 1) * ld + cols) * esz : 0;
+    const uint64_t dbytes = bsk__dense_bytes(dense); /* dense is rows x cols of A's dtype (checked above) */
     if (bsk__overlaps(dense->data, dbytes, A->values, (size_t)(A->nnzb * bsz) * esz) ||
         bsk__overlaps(dense->data, dbytes, A->row_ptr, (size_t)(mb + 1) * 4) ||
         bsk__overlaps(dense->data, dbytes, A->col_idx, (size_t)A->nnzb * 4))

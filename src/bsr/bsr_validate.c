@@ -9,6 +9,11 @@ int bsk__overlaps(const void *a, uint64_t abytes, const void *b, uint64_t bbytes
     return a0 >= b0 ? (uint64_t)(a0 - b0) < bbytes : (uint64_t)(b0 - a0) < abytes;
 }
 
+uint64_t bsk__dense_bytes(const bsk_dense *D)
+{
+    return D->rows ? (uint64_t)((D->rows - 1) * D->ld + D->cols) * bsk_dtype_size(D->dtype) : 0;
+}
+
 int bsk__mul_ok(int64_t a, int64_t b, int64_t *out)
 {
     if (a < 0 || b < 0) return 0;

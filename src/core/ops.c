@@ -20,12 +20,6 @@ static bsk_status pick_side(const bsk_context *ctx, bsk_memory m0, bsk_memory m1
     return bsk__check_side(ctx, m0);
 }
 
-/* Byte counts are uint64_t: elements < 2^62 (checked) times 4 bytes can pass INT64_MAX. */
-static uint64_t dense_bytes(const bsk_dense *D)
-{
-    return D->rows ? (uint64_t)((D->rows - 1) * D->ld + D->cols) * bsk_dtype_size(D->dtype) : 0;
-}
-
 static uint64_t bsr_value_bytes(const bsk_bsr *A)
 {
     return (uint64_t)(A->nnzb * A->block_rows * A->block_cols) * bsk_dtype_size(A->dtype);
@@ -65,8 +59,8 @@ bsk_status bsk__spmm_check(bsk_context *ctx, bsk_op op, const bsk_bsr *A, const 
     if (B->rows != k || C->rows != m || C->cols != B->cols) return BSK_ERR_SHAPE_MISMATCH;
     if ((s = pick_side(ctx, A->mem, B->mem, C->mem))) return s;
     if ((s = check_bsr_full(A)) || (s = check_dense_full(B)) || (s = check_dense_full(C))) return s;
-    uint64_t cb = dense_bytes(C);
-    if (bsk__overlaps(C->data, cb, B->data, dense_bytes(B)) || bsk__overlaps(C->data, cb, A->values, bsr_value_bytes(A)) ||
+    uint64_t cb = bsk__dense_bytes(C);
+    if (bsk__overlaps(C->data, cb, B->data, bsk__dense_bytes(B)) || bsk__overlaps(C->data, cb, A->values, bsr_value_bytes(A)) ||
         bsk__overlaps(C->data, cb, A->row_ptr, bsr_index_bytes(A, 0)) || bsk__overlaps(C->data, cb, A->col_idx, bsr_index_bytes(A, 1)))
         return BSK_ERR_INVALID_ARGUMENT;
     *empty = m == 0 || B->cols == 0;
@@ -103,7 +97,7 @@ static bsk_status bsk_sddmm_body(bsk_context *ctx, float alpha, const bsk_dense 
     if ((s = pick_side(ctx, out->mem, X->mem, Y->mem))) return s;
     if ((s = check_bsr_full(out)) || (s = check_dense_full(X)) || (s = check_dense_full(Y))) return s;
     uint64_t vb = bsr_value_bytes(out);
-    if (bsk__overlaps(out->values, vb, X->data, dense_bytes(X)) || bsk__overlaps(out->values, vb, Y->data, dense_bytes(Y)) ||
+    if (bsk__overlaps(out->values, vb, X->data, bsk__dense_bytes(X)) || bsk__overlaps(out->values, vb, Y->data, bsk__dense_bytes(Y)) ||
         bsk__overlaps(out->values, vb, out->row_ptr, bsr_index_bytes(out, 0)) ||
         bsk__overlaps(out->values, vb, out->col_idx, bsr_index_bytes(out, 1)))
         return BSK_ERR_INVALID_ARGUMENT;
