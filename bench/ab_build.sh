@@ -5,7 +5,9 @@
 # Usage (device machine, repo root):
 #   AB_EXTRA=-DBSK_NO_X AB_FILES="spmm_hopper sddmm_hopper" bench/ab_build.sh "bench spmm --blocks 64 ..." ...
 # AB_TESTS="filter ..." runs `bsk_tests filter` on build A first (one run per filter), AB_SAN="filter ..." then
-# compute-sanitizer memcheck on them. Log: $OUT/ab.log (written as it goes: a cut-off run still brings it back).
+# compute-sanitizer memcheck on them. AB_TEST_TIMEOUT (s, default 300) bounds each test run; a test run that times
+# out stops the script (a hang on A would hang its benchmarks too). Log: $OUT/ab.log (written as it goes: a cut-off
+# run still brings it back).
 set -o pipefail
 OUT=${OUT:-/tmp/ab_out}
 mkdir -p "$OUT"
@@ -21,9 +23,10 @@ make BUILD=build-b JOBS=16 GENCODE_PORTABLE="$G" NVCC_EXTRA="${AB_EXTRA:?}" buil
 echo "builds: $(( $(date +%s) - t0 )) s; C7520: A $(grep -c C7520 "$OUT/build_a.log") B $(grep -c C7520 "$OUT/build_b.log");" \
      "spill lines: A $(grep -c 'bytes spill stores' "$OUT/build_a.log") B $(grep -c 'bytes spill stores' "$OUT/build_b.log")" | tee -a "$OUT/ab.log"
 for f in ${AB_TESTS:-}; do
-    timeout 300 build/bin/bsk_tests "$f" > "$OUT/tests_$f.log" 2>&1
-    echo "tests $f (A): rc=$? $(tail -1 "$OUT/tests_$f.log")" | tee -a "$OUT/ab.log"
+    timeout "${AB_TEST_TIMEOUT:-300}" build/bin/bsk_tests "$f" > "$OUT/tests_$f.log" 2>&1; rc=$?
+    echo "tests $f (A): rc=$rc $(tail -1 "$OUT/tests_$f.log")" | tee -a "$OUT/ab.log"
     grep -E "^FAIL|failed \(" "$OUT/tests_$f.log" | head -10
+    [ $rc = 124 ] && { tail -5 "$OUT/tests_$f.log"; echo "TESTS TIMED OUT: stop" | tee -a "$OUT/ab.log"; exit 1; }
 done
 for f in ${AB_SAN:-}; do
     timeout 200 compute-sanitizer --tool memcheck --error-exitcode 9 build/bin/bsk_tests "$f" > "$OUT/memcheck_$f.log" 2>&1
