@@ -158,4 +158,36 @@ void spmm_gpu_repeat_same(bsk_test_ctx *t, bsk_context *ctx, bsk_op op, const bs
     bsk_test_dense_free(&B);
     bsk_test_dense_free(&C);
 }
+
+void spmm_gpu_knob_same(bsk_test_ctx *t, bsk_context *ctx, const bsk_bsr *A, int64_t N, int64_t padB, int64_t padC,
+                        bsk_dtype ct, float alpha, int *knob, int v0, int v1, const char *want)
+{
+    bsk_dense B = bsk_test_dense(A->cols, N, padB, A->dtype, bsk_test_rng()), C = bsk_test_dense_poison(A->rows, N, padC, ct);
+    bsk_bsr dA;
+    bsk_dense dB, dC;
+    const int up = upload(A, &B, &C, &dA, &dB, &dC);
+    const size_t bytes = spmm_dense_bytes(&C);
+    void *h[2] = {malloc(bytes + 1), malloc(bytes + 1)};
+    if (!up || !h[0] || !h[1]) {
+        t->failed++;
+        fprintf(stderr, "  device setup failed\n");
+    } else {
+        for (int w = 0; w < 2; w++) {
+            *knob = w ? v1 : v0;
+            CHECK(bsk_cuda_memcpy(dC.data, C.data, bytes, 1, 0) == BSK_SUCCESS); /* poisoned again */
+            CHECK_STATUS(bsk_spmm(ctx, BSK_OP_N, alpha, &dA, &dB, 0.0f, &dC), BSK_SUCCESS);
+            CHECK(bsk_cuda_memcpy(h[w], dC.data, bytes, 0, 1) == BSK_SUCCESS);
+            if (want) CHECK(strncmp(bsk_last_kernel(ctx), want, strlen(want)) == 0);
+        }
+        CHECK(memcmp(h[0], h[1], bytes) == 0);
+    }
+    *knob = v0;
+    free(h[0]);
+    free(h[1]);
+    bsk_cuda_free(dB.data);
+    bsk_cuda_free(dC.data);
+    bsk_bsr_free(&dA);
+    bsk_test_dense_free(&B);
+    bsk_test_dense_free(&C);
+}
 #endif

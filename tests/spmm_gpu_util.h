@@ -26,6 +26,11 @@ double spmm_gpu_case(bsk_test_ctx *t, bsk_context *ctx, bsk_op op, const bsk_bsr
    on the device gives the same bytes every time; the kernel that ran starts with `want` (NULL: any). */
 void spmm_gpu_repeat_same(bsk_test_ctx *t, bsk_context *ctx, bsk_op op, const bsk_bsr *A, int64_t N, bsk_dtype ct,
                           int reps, const char *want);
+/* Two code paths, same bytes: bsk_spmm (alpha, beta 0, fresh random B of N columns with ld N + padB, C of dtype ct
+   with ld N + padC, NaN-poisoned before each call) with *knob = v0, then *knob = v1; both runs' whole C buffers
+   (padding included) must be identical and both kernels start with `want` (NULL: any). *knob is left at v0. */
+void spmm_gpu_knob_same(bsk_test_ctx *t, bsk_context *ctx, const bsk_bsr *A, int64_t N, int64_t padB, int64_t padC,
+                        bsk_dtype ct, float alpha, int *knob, int v0, int v1, const char *want);
 #endif
 
 #endif

@@ -229,6 +229,55 @@ BSK_TEST(gpu_hopper_small_persistent)
     bsk__hopper_small_tune = small_saved;
 }
 
+/* The TMA-store epilogue (16-bit C of the input's dtype, beta = 0, N % 8 == 0; session 16) against the reference
+   and, bitwise, against the direct epilogue (epi_direct = 1: the same fp32 sums, the same rounding): M and K tails,
+   N past the last 64-column half (the store clips at N; the padding up to ld untouched), a consumer wholly past N
+   (N = 40), M = 1 and M < b, empty rows and groups, nnzb = 0, every rows-per-wgmma shape, both input dtypes, and 2
+   CTAs taking many items (each consumer's two buffers reused round after round, item after item); N odd and N < 8
+   (the direct epilogue: TMA wrote into the padding there) next to them. */
+BSK_TEST(gpu_hopper_small_tma_store)
+{
+    bsk_context *ctx = NULL;
+    const char *why = small_skip_reason(&ctx);
+    if (why) SKIP(why);
+    bsk_rng *r = bsk_test_rng();
+    int *direct = &bsk__hopper_small_tune.epi_direct;
+    for (int b = 32; b >= 16; b /= 2)
+        for (int gi = 0; gi < 5; gi++) {
+            bsk__hopper_small_tune.rows_per_mma = small_rg(b, gi);
+            bsk__hopper_small_tune.max_ctas = gi == 2 ? 2 : 0;
+            const bsk_dtype dt = (gi + b) % 2 ? BSK_BF16 : BSK_F16;
+            const char *want = small_name(b);
+            const float alpha = 0.25f + (float)bsk_rng_uniform(r);
+            const int64_t M = (int64_t)b * bsk_rng_int(r, 20, 40) + bsk_rng_int(r, 1, b - 1);
+            const int64_t K = (int64_t)b * bsk_rng_int(r, 5, 9) + bsk_rng_int(r, 1, b - 1);
+            bsk_bsr A = spmm_random_bsr(M, K, b, 0.1 + 0.2 * gi, BSK_PATTERN_UNIFORM, dt);
+            const int64_t N8 = 8 * bsk_rng_int(r, 17, 50) + 8 * (gi % 2); /* some N tile partly past N */
+            run_case(t, ctx, &A, N8, 8, 16, dt, alpha, 0.0f, want);
+            spmm_gpu_knob_same(t, ctx, &A, N8, 8, 16, dt, alpha, direct, 0, 1, want);
+            run_case(t, ctx, &A, 40, 0, 8, dt, alpha, 0.0f, want); /* consumer 1 wholly past N */
+            spmm_gpu_knob_same(t, ctx, &A, 40, 0, 8, dt, alpha, direct, 0, 1, want);
+            const int64_t No = 2 * bsk_rng_int(r, 70, 200) + 1, pad = 8 - No % 8; /* N odd: the direct epilogue */
+            run_case(t, ctx, &A, No, pad, pad, dt, alpha, 0.0f, want);
+            run_case(t, ctx, &A, 5, 3, 3, dt, alpha, 0.0f, want); /* N < 8 */
+            bsk_bsr_free(&A);
+            for (int q = 0; q < 2; q++) { /* M = 1, M < b */
+                bsk_bsr T = spmm_random_bsr(q ? 1 : bsk_rng_int(r, 2, b - 1), (int64_t)b * 7 + 5, b, 0.6, BSK_PATTERN_UNIFORM, dt);
+                run_case(t, ctx, &T, 136, 0, 8, dt, alpha, 0.0f, want);
+                bsk_bsr_free(&T);
+            }
+            bsk_bsr E = mask_bsr((int64_t)b * 70 - 9, K, b, dt, keep_sparse_rows);
+            run_case(t, ctx, &E, 264, 0, 0, dt, alpha, 0.0f, want);
+            spmm_gpu_knob_same(t, ctx, &E, 264, 0, 8, dt, alpha, direct, 0, 1, want);
+            bsk_bsr Z = mask_bsr((int64_t)b * 20 + 3, K, b, dt, keep_none);
+            run_case(t, ctx, &Z, 200, 0, 0, dt, alpha, 0.0f, want); /* every item empty: C = 0 */
+            bsk_bsr_free(&Z);
+            bsk_bsr_free(&E);
+        }
+    bsk_destroy(ctx);
+    bsk__hopper_small_tune = small_saved;
+}
+
 static int keep_all(int64_t i, int64_t j, bsk_rng *r)
 {
     (void)i; (void)j; (void)r;
@@ -516,4 +565,5 @@ BSK_TEST(gpu_hopper_small_malformed_indices_safe) { SKIP("built without CUDA"); 
 BSK_TEST(gpu_hopper_small_compact) { SKIP("built without CUDA"); }
 BSK_TEST(gpu_hopper_small_declines) { SKIP("built without CUDA"); }
 BSK_TEST(gpu_hopper_small_dispatch) { SKIP("built without CUDA"); }
+BSK_TEST(gpu_hopper_small_tma_store) { SKIP("built without CUDA"); }
 #endif

@@ -215,6 +215,15 @@ __device__ __forceinline__ void tma_store_2d(const void *tmap, uint32_t src, int
                  "r"(src), "r"(c0), "r"(c1)
                  : "memory");
 }
+/* The same, issued only where `on` is non-zero, as a predicated instruction: no branch in the program (a branch
+   around the store, with accumulators live, made ptxas serialise a kernel's wgmmas: C7520, session 16). */
+__device__ __forceinline__ void tma_store_2d_if(const void *tmap, uint32_t src, int32_t c0, int32_t c1, int on)
+{
+    asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %4, 0;\n"
+                 " @p cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];\n}\n" ::"l"((uint64_t)tmap),
+                 "r"(src), "r"(c0), "r"(c1), "r"(on)
+                 : "memory");
+}
 __device__ __forceinline__ void tma_store_2d_hint(const void *tmap, uint32_t src, int32_t c0, int32_t c1, uint64_t pol)
 {
     asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group.L2::cache_hint [%0, {%2, %3}], [%1], %4;\n" ::"l"(
@@ -225,6 +234,11 @@ __device__ __forceinline__ void tma_store_2d_hint(const void *tmap, uint32_t src
 __device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
 /* Wait until the committed bulk stores have finished reading shared memory (the buffer may be reused). */
 __device__ __forceinline__ void bulk_wait_read0() { asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory"); }
+/* ... until at most N of them are still reading (the buffers of the older ones may be reused). */
+template <int N> __device__ __forceinline__ void bulk_wait_read()
+{
+    asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");
+}
 /* Wait until the committed bulk stores are complete. */
 __device__ __forceinline__ void bulk_wait0() { asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory"); }
 /* Ordinary shared-memory stores made visible to the async proxy (TMA store / wgmma reads). */
@@ -553,6 +567,17 @@ __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t addr, uint32_t &r0, u
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                  : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
                  : "r"(addr)
+                 : "memory");
+}
+
+/* Four 8 x 8 16-bit matrices to shared memory, each transposed: register q of every thread holds its two
+   elements of matrix q in the mma fragment layout (row lane / 4, columns 2 (lane % 4) and + 1, the first in the
+   low half); lanes 8q .. 8q + 7 give the addresses of the 16-byte rows of matrix q, and row k there receives
+   column k of the matrix. */
+__device__ __forceinline__ void stmatrix_x4_trans(uint32_t addr, uint32_t r0, uint32_t r1, uint32_t r2, uint32_t r3)
+{
+    asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(r0), "r"(r1),
+                 "r"(r2), "r"(r3)
                  : "memory");
 }
 

@@ -11,7 +11,7 @@
 
 using namespace bsk_small;
 
-struct bsk_hopper_small_tune_s bsk__hopper_small_tune = {0, 0, 0, 0, 0, 0, 0, NULL, 0, 0, 0, 0};
+struct bsk_hopper_small_tune_s bsk__hopper_small_tune = {0, 0, 0, 0, 0, 0, 0, NULL, 0, 0, 0, 0, 0};
 
 /* Stage shapes (docs/hopper-spmm-notes.md, session 4, run 2; producer warps: session 8). Default (variant 0), Bᵀ
    read from shared memory by wgmma, one stage's wgmmas left in flight while the next stage's are issued, and four
@@ -91,7 +91,7 @@ static const double RG2_BELOW_B32 = 0.3, RG4_BELOW_B16 = 0.2;
    there. */
 static const int ZERO_TMA_MAX_RG = 4;
 
-template <class CF, int DT, int CT>
+template <class CF, int DT, int CT, bool TS = false>
 static bsk_status launch_small(bsk_context *ctx, const struct bsk_cuda_state *st, const bsk_bsr *A, const bsk_dense *B,
                                float alpha, float beta, bsk_dense *C, const char *name)
 {
@@ -106,13 +106,16 @@ static bsk_status launch_small(bsk_context *ctx, const struct bsk_cuda_state *st
         G * nt + 4096 >= INT32_MAX || A->nnzb + 64 >= INT32_MAX)
         return BSK_ERR_UNSUPPORTED;
 
-    CUtensorMap tmA, tmB;
+    CUtensorMap tmA, tmB, tmC;
     bsk_status s;
     /* With no blocks nothing is loaded from A; any valid 16-byte-aligned address keeps the map legal. */
     const void *vals = A->nnzb ? A->values : B->data;
     const uint64_t nblk = A->nnzb ? (uint64_t)A->nnzb : 1u;
     if ((s = bsk_hopper_tmap_3d_swz(&tmA, vals, A->dtype, nblk, CF::BS, CF::BS, CF::BS, CF::BS, CF::BS * 2))) return s;
     if ((s = bsk_hopper_tmap_2d(&tmB, B->data, B->dtype, (uint64_t)K, (uint64_t)N, (uint64_t)B->ld, CF::BS, 64)))
+        return s;
+    if (!TS) tmC = tmB; /* unused */
+    else if ((s = bsk_hopper_tmap_2d(&tmC, C->data, C->dtype, (uint64_t)M, (uint64_t)N, (uint64_t)C->ld, CF::TS_ROWS, 64)))
         return s;
 
     /* workspace: queue head | ginfo[G] (int2) | order[G] (int4) | ent[nnzb] (int2) */
@@ -156,7 +159,7 @@ static bsk_status launch_small(bsk_context *ctx, const struct bsk_cuda_state *st
     p.prof = (long long *)bsk__hopper_small_tune.prof;
     bsk__hopper_small_tune.out_items = (int)(G * nt);
 
-    if ((s = bsk_hopper_allow_smem(small_spmm_kernel<CF, DT, CT>, CF::SMEM))) return s;
+    if ((s = bsk_hopper_allow_smem(small_spmm_kernel<CF, DT, CT, TS>, CF::SMEM))) return s;
 
     /* prep: the union lists (one CTA per group, grid-stride), then the order (one CTA) */
     const int ugrid = (int)(G < 4096 ? G : 4096);
@@ -173,8 +176,8 @@ static bsk_status launch_small(bsk_context *ctx, const struct bsk_cuda_state *st
     if (grid < 1) grid = 1;
     bsk__hopper_small_tune.out_grid = grid;
 
-    if ((s = bsk_hopper_launch(small_spmm_kernel<CF, DT, CT>, grid, CF::THREADS, CF::SMEM, stream,
-                               !bsk__hopper_small_tune.no_pdl, 1, tmA, tmB, p)))
+    if ((s = bsk_hopper_launch(small_spmm_kernel<CF, DT, CT, TS>, grid, CF::THREADS, CF::SMEM, stream,
+                               !bsk__hopper_small_tune.no_pdl, 1, tmA, tmB, tmC, p)))
         return s;
     ctx->last_kernel = name;
     return BSK_SUCCESS;
@@ -183,11 +186,19 @@ static bsk_status launch_small(bsk_context *ctx, const struct bsk_cuda_state *st
 static int aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
 
 /* Input dtype x C dtype: both template parameters of the kernel (C's dtype at run time inside the epilogue made
-   ptxas serialise the mainloop's wgmmas, see spmm_small_kernel.cuh). */
+   ptxas serialise the mainloop's wgmmas, see spmm_small_kernel.cuh). C of the input's dtype with beta = 0 takes the
+   TMA-store epilogue (TS; C's base and row stride are 16-byte aligned here, as TMA needs, and N % 8 == 0: with a
+   row end inside a 16-byte unit the store wrote past N into the padding up to ld, H200, session 16 — as the b64 / 128
+   kernel found); the other pairs, beta != 0, fp32 C and other N the direct one (built for these only: every TS pair
+   is one more kernel per configuration). */
 template <class CF>
 static bsk_status by_out(bsk_context *ctx, const struct bsk_cuda_state *st, int bf, const bsk_bsr *A, const bsk_dense *B,
                          float alpha, float beta, bsk_dense *C, const char *name)
 {
+    if (beta == 0.0f && C->dtype == A->dtype && C->cols % 8 == 0 && !bsk__hopper_small_tune.epi_direct) {
+        if (bf) return launch_small<CF, BSK_BF16, BSK_BF16, true>(ctx, st, A, B, alpha, beta, C, name);
+        return launch_small<CF, BSK_F16, BSK_F16, true>(ctx, st, A, B, alpha, beta, C, name);
+    }
     if (bf) {
         if (C->dtype == BSK_F32) return launch_small<CF, BSK_BF16, BSK_F32>(ctx, st, A, B, alpha, beta, C, name);
         if (C->dtype == BSK_F16) return launch_small<CF, BSK_BF16, BSK_F16>(ctx, st, A, B, alpha, beta, C, name);

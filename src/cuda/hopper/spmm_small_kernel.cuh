@@ -47,9 +47,12 @@
        every wgmma). Each stage's wgmmas stay in flight while the next stage's are issued (wait_group 1): run 1
        of session 4 waited for each stage's group and took Bᵀ through registers (ldmatrix.trans: variant 2),
        and lost ~700 cycles per stage to that round trip.
-       After the item's LAST stage: the epilogue transposes each row's 64 x BS tile through a padded shared
-       buffer (row pitch 68 floats: conflict-free writes and 16-byte reads) and stores C rows with 16-byte
-       vectors, alpha/beta applied (beta = 0 never reads C), masked at the M and N tails.
+       After the item's LAST stage: the epilogue. 16-bit C with beta = 0 (TS, session 16): each block row's
+       64 x BS tile, alpha applied, goes by stmatrix.trans into a 128-byte-swizzled 16-bit buffer and out by a
+       TMA store clipped at M and N — two buffers per consumer, so the stores run on under the next round and
+       the next item. Otherwise the tile is transposed through a padded fp32 buffer (row pitch 68 floats:
+       conflict-free writes and 16-byte reads) and C rows are stored with 16-byte vectors, alpha/beta applied
+       (beta = 0 never reads C), masked at the M and N tails.
    Malformed device indices cannot cause out-of-bounds access: row_ptr values are clamped to [0, nnzb]; the
    union lists hold only columns in [0, nb) and never more entries than the group's clamped range; a row's block
    is loaded only while its index is below its clamped end; TMA never reads outside its tensors. */
@@ -182,6 +185,11 @@ struct SmallCfg {
     static constexpr int STG_ROWS = EPR_ * BS_;
     static constexpr int STG_WG_BYTES = STG_ROWS * PITCH * 4;
     static constexpr int STG_OFF = STAGES_ * STAGE_BYTES;
+    /* TS epilogue (16-bit C, beta = 0): the same region seen as two 1024-byte-aligned buffers per consumer of
+       TS_ROWS C rows x 64 columns, 16-bit, 128-byte swizzled (BS 32: 2 x 4 KB, 32 rows; BS 16: 2 x 8 KB, 64 rows) */
+    static constexpr int TS_BUF = STG_WG_BYTES / 2048 * 1024;
+    static constexpr int TS_ROWS = TS_BUF / 128;
+    static_assert(TS_ROWS % BS_ == 0 && 256 % TS_ROWS == 0 && TS_BUF % 1024 == 0, "TS rounds: whole block rows");
     static constexpr int BAR_OFF = STG_OFF + 2 * STG_WG_BYTES;
     static constexpr int META_OFF = BAR_OFF + 2 * STAGES_ * 8;
     /* per stage: the record {group, N tile, masks, flags}, then {-, -, clock (-DBSK_SMALL_PROF), -} */
@@ -510,11 +518,16 @@ template <> struct SMmaSS2<64, BSK_BF16> {
 };
 
 
-template <class CF, int DT, int CT>
+/* TS: the epilogue of 16-bit C with beta = 0 — stmatrix.trans of each block row's 64 x BS accumulator tile (alpha
+   applied) into a 128-byte-swizzled buffer, then a TMA store (tmC: C in TS_ROWS x 64 boxes, clipped at M and N),
+   two buffers per consumer in turn, so the stores run on under the next rounds and the next item's mainloop.
+   Otherwise (tmC unused) the fp32 staging above and 16-byte stores from the registers' rows, beta applied. */
+template <class CF, int DT, int CT, bool TS = false>
 __global__ void __launch_bounds__(384, 1)
     small_spmm_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB,
-                      const SmallParams p)
+                      const __grid_constant__ CUtensorMap tmC, const SmallParams p)
 {
+    static_assert(!TS || CT == BSK_F16 || CT == BSK_BF16, "TS: 16-bit C");
     constexpr int R = CF::R, BS = CF::BS, KC = CF::KC;
     extern __shared__ uint8_t smem_raw[];
     uint8_t *smem = (uint8_t *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
@@ -1004,6 +1017,52 @@ __global__ void __launch_bounds__(384, 1)
             const int64_t grow0 = (int64_t)g * R * BS;
             const int col0 = ntile * CF::BN + 64 * c;
             const int mrow = 16 * warp + (lane >> 2);
+            if constexpr (TS) {
+                /* Accumulator i of block row rr is C row 8 (i / 4) + 2 (lane % 4) + (i % 2) of the block, column
+                   16 warp + lane / 4 + 8 ((i / 2) % 2) of this consumer's 64: the pair (i, i + 1), i even, is two
+                   rows of one column — the mma fragment of the 8 x 8 matrix (h = (i / 2) % 2, n8 = i / 4) whose
+                   rows are C columns. stmatrix.trans stores it as 8 C rows of 16 bytes (columns 16 warp + 8 h ..),
+                   chunk 2 warp + h of the row, XOR-swizzled by row % 8 (TMA's 128-byte swizzle: conflict-free). */
+                constexpr int BPR = CF::TS_ROWS / BS; /* block rows per round */
+                const uint32_t tsb = sbase + CF::STG_OFF + (uint32_t)c * (2u * CF::TS_BUF);
+                const int q = lane >> 3, k8 = lane & 7;
+                static_for<R / BPR>([&](auto Pc) {
+                    constexpr int P = decltype(Pc)::value;
+                    const uint32_t buf = tsb + (uint32_t)(P & 1) * CF::TS_BUF;
+                    bulk_wait_read<1>(); /* the store that read this buffer (two rounds ago) is done (only thread 0
+                                            has stores; no branch around it: see below) */
+                    named_bar_sync(1 + c, 128);
+#pragma unroll
+                    for (int rr = 0; rr < BPR; ++rr)
+#pragma unroll
+                        for (int t = 0; t < BS / 16; ++t) { /* matrices n8 = 2t, 2t + 1 x h = 0, 1 */
+                            uint32_t v[4];
+#pragma unroll
+                            for (int mq = 0; mq < 4; ++mq) {
+                                const int i0 = 4 * (2 * t + (mq >> 1)) + 2 * (mq & 1);
+                                const float a0 = p.alpha * acc[(P * BPR + rr) * AW + i0];
+                                const float a1 = p.alpha * acc[(P * BPR + rr) * AW + i0 + 1];
+                                if constexpr (CT == BSK_F16) {
+                                    const __half2 h2 = __floats2half2_rn(a0, a1);
+                                    v[mq] = *(const uint32_t *)&h2;
+                                } else {
+                                    const __nv_bfloat162 h2 = __floats2bfloat162_rn(a0, a1);
+                                    v[mq] = *(const uint32_t *)&h2;
+                                }
+                            }
+                            const int row = rr * BS + 8 * (2 * t + (q >> 1)) + k8, chunk = 2 * warp + (q & 1);
+                            stmatrix_x4_trans(buf + (uint32_t)row * 128u + ((uint32_t)(chunk ^ (row & 7)) << 4), v[0], v[1],
+                                              v[2], v[3]);
+                        }
+                    fence_proxy_async_smem();
+                    named_bar_sync(1 + c, 128);
+                    /* thread 0 stores (a predicated instruction, not a branch: C7520); every thread commits (an
+                       empty group elsewhere) */
+                    const int64_t row0 = grow0 + (int64_t)P * CF::TS_ROWS;
+                    tma_store_2d_if(&tmC, buf, col0, (int)row0, tw == 0 && row0 < p.M && col0 < p.N);
+                    bulk_commit();
+                });
+            } else
             static_for<R / CF::EPR>([&](auto Pc) {
                 constexpr int P = decltype(Pc)::value;
                 named_bar_sync(1 + c, 128); /* the previous pass (or item) has read the buffer */
@@ -1027,6 +1086,7 @@ __global__ void __launch_bounds__(384, 1)
             });
             SPROF(ce += clock64() - e0;)
         }
+        if constexpr (TS) bulk_wait_read<0>(); /* the last rounds' buffers are read before shared memory goes away */
         SPROF(if (c == 0 && warp == 0 && lane == 0 && p.prof) {
             long long *q = p.prof + (size_t)blockIdx.x * SMALL_PROF_N;
             q[SP_C_TOTAL] = clock64() - ct0; q[SP_C_WAIT] = cw; q[SP_C_MMA] = cm; q[SP_C_EPI] = ce; q[SP_C_STAGES] = cst;

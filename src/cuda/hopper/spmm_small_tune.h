@@ -30,6 +30,8 @@ struct bsk_hopper_small_tune_s {
     int zero_tma;  /* RG > 1, the row slots of absent rows in present groups: 0 the default (TMA up to 4 rows per
                       wgmma, else stores), 1 zeroed by shared-memory stores of the producer warp (+ proxy fence), 2
                       TMA loads of an out-of-bounds block (zero fill) */
+    int epi_direct; /* 1: the fp32-staged epilogue with 16-byte stores even where the TMA-store epilogue applies
+                       (16-bit C of the input's dtype, beta = 0; session 16) */
 };
 extern struct bsk_hopper_small_tune_s bsk__hopper_small_tune;
 #ifdef __cplusplus
