@@ -12,7 +12,8 @@
    vs the default at b32 d .05 .1 .25 .5), --compact (session 12: the compact-pair stages — the default below d 0.3 —
    vs the previous default (variant 9) and compact pairs without overflow slots (variant 8)), --zt (session 13: the
    absent-row slots of grouped wgmmas zeroed by TMA vs by stores, b32 and b16), --ts (session 16: the TMA-store
-   epilogue vs the fp32-staged one, b32 / b16 at 8192^3 and 2048^3).
+   epilogue vs the fp32-staged one, b32 / b16 at 8192^3 and 2048^3), --prep (session 16: the whole call vs the two
+   prep kernels alone vs the call without PDL).
    Built and run by bench/small_probe.sh on the device machine. Helpers: bench/probe_util.h. */
 #include "probe_util.h"
 
@@ -50,12 +51,13 @@ typedef struct {
     int rg; /* rows_per_mma (0: the default) */
     int zt; /* zero_tma knob (0: the default) */
     int ed; /* epi_direct knob: 1 the fp32-staged epilogue instead of the TMA-store one (session 16) */
+    int po; /* 1: prep_only (the two prep kernels alone), 2: no_pdl (session 16) */
 } cfg;
 
 int main(int argc, char **argv)
 {
     int ab = 0, diag = 0, prof = 0, s2048 = 0, cross = 0, rgs = 0, rgdiag = 0, run2 = 0, alias = 0, compact = 0, zt = 0,
-        ts = 0;
+        ts = 0, prep = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--ab")) ab = 1;
         else if (!strcmp(argv[i], "--diag")) diag = 1;
@@ -69,6 +71,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--compact")) compact = 1;
         else if (!strcmp(argv[i], "--zt")) zt = 1;
         else if (!strcmp(argv[i], "--ts")) ts = 1;
+        else if (!strcmp(argv[i], "--prep")) prep = 1;
         else if (!strcmp(argv[i], "--iters") && i + 1 < argc) ITERS = atoi(argv[++i]);
     }
     if (ITERS < 1 || ITERS > 256) ITERS = 20;
@@ -203,6 +206,14 @@ int main(int argc, char **argv)
                 for (int di = 0; di < 3; di++)
                     for (int k = 0; k < 4; k++) ADD(.b = bi ? 16 : 32, .d = ds[di], .ed = ee[k], .size = si ? 2048 : 8192);
     }
+    if (prep) { /* session 16: what the per-call prep costs — the whole call, the two prep kernels alone, the call
+                   without PDL; 2048^3 (one item per CTA) and 8192^3, b32 / b16 */
+        const int pp[6] = {0, 1, 2, 2, 1, 0};
+        for (int si = 0; si < 2; si++)
+            for (int bi = 0; bi < 2; bi++)
+                for (int di = 0; di < 3; di += si ? 2 : 1)
+                    for (int k = 0; k < 6; k++) ADD(.b = bi ? 16 : 32, .d = ds[di], .po = pp[k], .size = si ? 8192 : 2048);
+    }
     if (s2048) {
         for (int di = 0; di < 3; di++)
             for (int k = 0; k < 10; k++) ADD(.b = 32, .d = ds[di], .v = order[k], .size = 2048);
@@ -243,6 +254,8 @@ int main(int argc, char **argv)
         bsk__hopper_small_tune.rows_per_mma = c.rg;
         bsk__hopper_small_tune.zero_tma = c.zt;
         bsk__hopper_small_tune.epi_direct = c.ed;
+        bsk__hopper_small_tune.prep_only = c.po == 1;
+        bsk__hopper_small_tune.no_pdl = c.po == 2;
         bsk_dense B = {S_, S_, S_, BSK_F16, BSK_MEM_DEVICE, dB}, C = {S_, S_, S_, BSK_F16, BSK_MEM_DEVICE, dC};
         probe_spmm_arg sa = {ctx, &A, &B, &C};
         double err = -1;
@@ -250,7 +263,7 @@ int main(int argc, char **argv)
         probe_run_spmm(&sa);
         CS(bsk_synchronize(ctx));
         const char *kern = bsk_last_kernel(ctx);
-        if (!c.diag) {
+        if (!c.diag && !c.po) {
             CK(cudaMemcpy(hC, dC, n2 * 2, cudaMemcpyDeviceToHost));
             double num = 0, den = 0;
             for (size_t i = 0; i < n2; i++) {
@@ -263,8 +276,8 @@ int main(int argc, char **argv)
         }
         const double ms = time_it(probe_run_spmm, &sa);
         const double tf = 2.0 * (double)A.nnzb * c.b * c.b * (double)S_ / (ms * 1e-3) * 1e-12;
-        snprintf(table[nt], 200, "%5lld %3d %5.3f v%d rg %2d zt %d ed %d diag %d ctas %3d | %8.3f ms %7.1f TFLOPS E %.3f err %9.2e %s",
-                 (long long)S_, c.b, c.d, c.v, c.rg, c.zt, c.ed, c.diag, c.maxc ? c.maxc : bsk__hopper_small_tune.out_grid, ms, tf,
+        snprintf(table[nt], 200, "%5lld %3d %5.3f v%d rg %2d zt %d ed %d po %d diag %d ctas %3d | %8.4f ms %7.1f TFLOPS E %.3f err %9.2e %s",
+                 (long long)S_, c.b, c.d, c.v, c.rg, c.zt, c.ed, c.po, c.diag, c.maxc ? c.maxc : bsk__hopper_small_tune.out_grid, ms, tf,
                  tf / dense[S_ == 2048], err, kern);
         printf("%s\n", table[nt]);
         if (prof) {
@@ -282,6 +295,8 @@ int main(int argc, char **argv)
         bsk__hopper_small_tune.rows_per_mma = 0;
         bsk__hopper_small_tune.zero_tma = 0;
         bsk__hopper_small_tune.epi_direct = 0;
+        bsk__hopper_small_tune.prep_only = 0;
+        bsk__hopper_small_tune.no_pdl = 0;
     }
     if (have) {
         bsk_bsr_free(&A);

@@ -166,8 +166,9 @@ static bsk_status launch_small(bsk_context *ctx, const struct bsk_cuda_state *st
     small_union_kernel<<<ugrid, SMALL_UNION_THREADS, 0, stream>>>(A->row_ptr, A->col_idx, (int)mb, (int)nb,
                                                                   (int)A->nnzb, CF::R, (int)G, ent, ginfo);
     if ((s = BSK_CUDA_LAUNCH_CHECK())) return s;
-    small_order_kernel<<<1, 1024, 0, stream>>>(ginfo, (int)G, order, counter);
-    if ((s = BSK_CUDA_LAUNCH_CHECK())) return s;
+    if ((s = bsk_hopper_launch(small_order_kernel, 1, 1024, 0, stream, !bsk__hopper_small_tune.no_pdl, 1,
+                               (const int2 *)ginfo, (int)G, order, counter)))
+        return s;
     if (bsk__hopper_small_tune.prep_only) return BSK_SUCCESS;
 
     int grid = st->sms;

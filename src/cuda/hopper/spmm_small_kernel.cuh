@@ -209,20 +209,24 @@ struct SmallCfg {
 #define SMALL_UNION_CH 4096 /* columns per pass of the shared mask array (16 KB) */
 
 /* One CTA per row group (grid-stride). The group's rows are scattered into a shared array of R-bit row masks
-   over a window of SMALL_UNION_CH columns (integer atomicOr: order-free), which is compacted in column order into
-   ent[gs ..], gs = the group's first block (clamped row_ptr), at most (group's clamped end - gs) entries: the
-   union of the rows' columns is never longer than their blocks together, so groups never overlap for a valid
-   row_ptr (and every write stays inside [0, nnzb) for any row_ptr). The next window starts at the smallest
-   column past the current one, so empty stretches of a wide matrix cost nothing. ginfo[g] = {gs, length}.
-   Columns outside [0, nb) are left out. */
+   over a window of min(SMALL_UNION_CH, nb - c0) columns (integer atomicOr: order-free), which is compacted in
+   column order into ent[gs ..], gs = the group's first block (clamped row_ptr), at most (group's clamped end - gs)
+   entries: the union of the rows' columns is never longer than their blocks together, so groups never overlap for
+   a valid row_ptr (and every write stays inside [0, nnzb) for any row_ptr). The scatter walks the group's whole
+   block span [min rs, max re) in one pass, each block tested against every row's range (for a valid row_ptr the
+   rows tile the span; a malformed one may give overlapping or empty ranges): all its col_idx loads are in flight
+   at once — row by row they were R dependent round trips to memory (~8 us of a 2048^3 call, session 16). The next
+   window starts at the smallest column past the current one, so empty stretches of a wide matrix cost nothing.
+   ginfo[g] = {gs, length}. Columns outside [0, nb) are left out. */
 __global__ void __launch_bounds__(SMALL_UNION_THREADS)
     small_union_kernel(const int32_t *__restrict__ row_ptr, const int32_t *__restrict__ col_idx, int mb, int nb,
                        int nnzb, int R, int G, int2 *__restrict__ ent, int2 *__restrict__ ginfo)
 {
     __shared__ uint32_t mask[SMALL_UNION_CH];
-    __shared__ int rs_s[16], re_s[16];
+    __shared__ int rs_s[16], re_s[16], span_s[2];
     __shared__ int warp_tot[SMALL_UNION_THREADS / 32];
     __shared__ int next_s;
+    grid_dep_launch(); /* the order kernel may start (it waits for this grid before reading ginfo) */
     const int tid = threadIdx.x, lane = tid & 31, w = tid >> 5;
     constexpr int PER = SMALL_UNION_CH / SMALL_UNION_THREADS; /* consecutive columns per thread in the compaction */
     for (int g = blockIdx.x; g < G; g += gridDim.x) {
@@ -230,31 +234,48 @@ __global__ void __launch_bounds__(SMALL_UNION_THREADS)
         auto clampi = [&](int v) { return min(max(v, 0), nnzb); };
         const int gs = clampi(row_ptr[row0]), ge = clampi(row_ptr[row0 + nr]);
         const int cap = max(ge - gs, 0);
-        if (tid < nr) {
-            const int a = clampi(row_ptr[row0 + tid]), b = clampi(row_ptr[row0 + tid + 1]);
-            rs_s[tid] = a;
-            re_s[tid] = max(a, b);
+        if (tid < 32) { /* the rows' clamped ranges and the span they cover (nr <= 16 < 32) */
+            int a = 0, b = 0;
+            if (tid < nr) {
+                a = clampi(row_ptr[row0 + tid]);
+                b = max(a, clampi(row_ptr[row0 + tid + 1]));
+                rs_s[tid] = a;
+                re_s[tid] = b;
+            }
+            int lo = tid < nr ? a : INT_MAX, hi = tid < nr ? b : 0;
+            for (int o = 16; o > 0; o >>= 1) {
+                lo = min(lo, __shfl_xor_sync(0xffffffffu, lo, o));
+                hi = max(hi, __shfl_xor_sync(0xffffffffu, hi, o));
+            }
+            if (tid == 0) {
+                span_s[0] = lo;
+                span_s[1] = hi;
+            }
         }
         int count = 0, c0 = 0;
         __syncthreads();
+        const int k0 = span_s[0], k1 = span_s[1];
         while (c0 < nb) {
-            for (int i = tid; i < SMALL_UNION_CH; i += SMALL_UNION_THREADS) mask[i] = 0u;
+            const int W = min(SMALL_UNION_CH, nb - c0); /* the window's columns */
+            for (int i = tid; i < W; i += SMALL_UNION_THREADS) mask[i] = 0u;
             if (tid == 0) next_s = INT_MAX;
             __syncthreads();
             int nxt = INT_MAX;
-            for (int r = 0; r < nr; ++r)
-                for (int k = rs_s[r] + tid; k < re_s[r]; k += SMALL_UNION_THREADS) {
-                    const int c = __ldg(col_idx + k);
-                    if (c < c0 || c >= nb) continue;
-                    if (c - c0 < SMALL_UNION_CH) atomicOr(&mask[c - c0], 1u << r);
-                    else nxt = min(nxt, c);
-                }
+            for (int k = k0 + tid; k < k1; k += SMALL_UNION_THREADS) {
+                const int c = __ldg(col_idx + k);
+                if (c < c0 || c >= nb) continue;
+                uint32_t bits = 0u;
+                for (int r = 0; r < nr; ++r) bits |= (k >= rs_s[r] && k < re_s[r]) ? 1u << r : 0u;
+                if (!bits) continue;
+                if (c - c0 < W) atomicOr(&mask[c - c0], bits);
+                else nxt = min(nxt, c);
+            }
             if (nxt != INT_MAX) atomicMin(&next_s, nxt);
             __syncthreads();
             /* compaction: thread tid owns columns tid*PER .. +PER-1 of the window */
             int n = 0;
 #pragma unroll
-            for (int q = 0; q < PER; ++q) n += mask[tid * PER + q] != 0u;
+            for (int q = 0; q < PER; ++q) n += tid * PER + q < W && mask[tid * PER + q] != 0u;
             int x = n;
             for (int o = 1; o < 32; o <<= 1) {
                 const int y = __shfl_up_sync(0xffffffffu, x, o);
@@ -272,7 +293,7 @@ __global__ void __launch_bounds__(SMALL_UNION_THREADS)
             int pos = count + before + x - n;
 #pragma unroll
             for (int q = 0; q < PER; ++q) {
-                const uint32_t m = mask[tid * PER + q];
+                const uint32_t m = tid * PER + q < W ? mask[tid * PER + q] : 0u;
                 if (m) {
                     if (pos < cap) ent[gs + pos] = make_int2(c0 + tid * PER + q, (int)m);
                     ++pos;
@@ -291,12 +312,15 @@ __global__ void __launch_bounds__(SMALL_UNION_THREADS)
 /* ---------------------------------------------------------------- prep 2: the item order */
 
 /* One CTA of 1024 threads: a counting sort of the groups by union length, longest first (lengths past 1023 share
-   the top bin), writing order[rank] = {group, first entry, length, 0}; zeroes the queue head. It lets the main
-   kernel start at once (programmatic dependent launch); that kernel waits for this one's memory first. */
+   the top bin), writing order[rank] = {group, first entry, length, 0}; zeroes the queue head. Launched as a
+   programmatic dependent of the union kernel (its launch and start overlap that kernel; it waits for it before
+   touching memory — by then the previous call's main kernel, which the union kernel waited for, is done too), and
+   it lets the main kernel start at once in turn; that kernel waits for this one's memory first. */
 __global__ void __launch_bounds__(1024, 1)
     small_order_kernel(const int2 *__restrict__ ginfo, int G, int4 *__restrict__ order, unsigned *__restrict__ counter)
 {
     grid_dep_launch();
+    grid_dep_wait();
     __shared__ int hist[1024];
     __shared__ int warp_tot[32];
     const int tid = threadIdx.x, lane = tid & 31, w = tid >> 5;
