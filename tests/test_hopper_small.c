@@ -278,6 +278,101 @@ BSK_TEST(gpu_hopper_small_tma_store)
     bsk__hopper_small_tune = small_saved;
 }
 
+/* One call on a device pattern dA (host copy A) with the pattern cache on: fresh random B (K x N), C poisoned, beta 0,
+   checked against the float64 reference; prep: whether the launcher must have run the prep kernels (1: first use of
+   the pattern) or taken the cached lists (0). On a capturing stream (graph != NULL) the call is captured into
+   *graph instead and replayed three times, C poisoned again before each replay, each replay checked. */
+static void cached_case(bsk_test_ctx *t, bsk_context *ctx, const bsk_bsr *A, const bsk_bsr *dA, int64_t N, float alpha,
+                        int prep, cudaStream_t capture)
+{
+    bsk_rng *r = bsk_test_rng();
+    bsk_dense B = bsk_test_dense(A->cols, N, 0, A->dtype, r), C = bsk_test_dense_poison(A->rows, N, 0, A->dtype);
+    double *ref = (double *)malloc((size_t)(A->rows * N + 1) * sizeof(double));
+    bsk_ref_spmm(BSK_OP_N, alpha, A, &B, 0.0, NULL, ref);
+    bsk_dense dB = B, dC = C;
+    dB.mem = dC.mem = BSK_MEM_DEVICE;
+    dB.data = spmm_dev_copy(B.data, spmm_dense_bytes(&B));
+    dC.data = spmm_dev_copy(C.data, spmm_dense_bytes(&C));
+    void *back = malloc(spmm_dense_bytes(&C) + 1);
+    REQUIRE(ref && dB.data && dC.data && back);
+    cudaGraph_t g = NULL;
+    cudaGraphExec_t ge = NULL;
+    if (capture) CHECK(cudaStreamBeginCapture(capture, cudaStreamCaptureModeThreadLocal) == cudaSuccess);
+    CHECK_STATUS(bsk_spmm(ctx, BSK_OP_N, alpha, dA, &dB, 0.0f, &dC), BSK_SUCCESS);
+    CHECK(strcmp(bsk_last_kernel(ctx), small_name(A->block_rows)) == 0);
+    CHECK(bsk__hopper_small_tune.out_prep == prep);
+    if (capture) {
+        CHECK(cudaStreamEndCapture(capture, &g) == cudaSuccess);
+        CHECK(g && cudaGraphInstantiate(&ge, g, 0) == cudaSuccess);
+    }
+    for (int rep = 0; rep < (capture ? 3 : 1); rep++) {
+        if (capture) {
+            CHECK(cudaMemcpy(dC.data, C.data, spmm_dense_bytes(&C), cudaMemcpyHostToDevice) == cudaSuccess);
+            CHECK(ge && cudaGraphLaunch(ge, capture) == cudaSuccess);
+        }
+        CHECK_STATUS(bsk_synchronize(ctx), BSK_SUCCESS);
+        CHECK(cudaMemcpy(back, dC.data, spmm_dense_bytes(&C), cudaMemcpyDeviceToHost) == cudaSuccess);
+        bsk_dense got = C;
+        got.data = back;
+        CHECK_REL(bsk_rel_err_dense(&got, ref), bsk_tol(A->dtype, A->dtype));
+    }
+    if (ge) cudaGraphExecDestroy(ge);
+    if (g) cudaGraphDestroy(g);
+    free(back);
+    free(ref);
+    cudaFree(dB.data);
+    cudaFree(dC.data);
+    bsk_test_dense_free(&B);
+    bsk_test_dense_free(&C);
+}
+
+/* The pattern cache (bsk_set_pattern_cache) on the small-block path: the first call on a device pattern runs the
+   prep kernels into the cache, later calls launch the main kernel alone (the queue left at zero by the previous
+   launch's last CTA) — each against the reference, with N changing between calls (another number of items and
+   CTAs), a second pattern in between, both block sizes and input dtypes; then a cached call captured in a CUDA
+   graph and replayed three times (each replay resets the queue for the next), and bsk_forget_patterns (the next
+   call builds again). */
+BSK_TEST(gpu_hopper_small_pattern_cache)
+{
+    bsk_context *ctx = NULL;
+    const char *why = small_skip_reason(&ctx);
+    if (why) SKIP(why);
+    REQUIRE_OK(bsk_set_pattern_cache(ctx, 1));
+    cudaStream_t st = NULL;
+    REQUIRE(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking) == cudaSuccess);
+    bsk_rng *r = bsk_test_rng();
+    for (int b = 32; b >= 16; b /= 2) {
+        const bsk_dtype dt = b == 32 ? BSK_F16 : BSK_BF16;
+        bsk_bsr A[2], dA[2];
+        for (int q = 0; q < 2; q++) {
+            A[q] = spmm_random_bsr((int64_t)b * bsk_rng_int(r, 30, 50) + 5, (int64_t)b * bsk_rng_int(r, 6, 10) + 3, b,
+                                   0.15 + 0.3 * q, BSK_PATTERN_UNIFORM, dt);
+            REQUIRE_OK(bsk_bsr_clone(&A[q], BSK_MEM_DEVICE, &dA[q]));
+        }
+        const int64_t Ns[6] = {264, 136, 264, 1032, 8, 72};
+        const int which[6] = {0, 0, 1, 0, 1, 0}, prep[6] = {1, 0, 1, 0, 0, 0};
+        for (int i = 0; i < 6; i++) {
+            const float alpha = 0.5f + (float)bsk_rng_uniform(r);
+            bsk__hopper_small_tune.max_ctas = i == 3 ? 5 : 0; /* many items per CTA */
+            cached_case(t, ctx, &A[which[i]], &dA[which[i]], Ns[i], alpha, prep[i], NULL);
+        }
+        bsk__hopper_small_tune.max_ctas = 0;
+        REQUIRE_OK(bsk_set_stream(ctx, st));
+        cached_case(t, ctx, &A[0], &dA[0], 200, 1.0f, 0, st); /* captured: the cached lists, replayed */
+        REQUIRE_OK(bsk_set_stream(ctx, NULL));
+        REQUIRE_OK(bsk_forget_patterns(ctx));
+        cached_case(t, ctx, &A[0], &dA[0], 136, 1.0f, 1, NULL);
+        REQUIRE_OK(bsk_forget_patterns(ctx)); /* before the patterns' memory is freed (and perhaps reused) */
+        for (int q = 0; q < 2; q++) {
+            bsk_bsr_free(&dA[q]);
+            bsk_bsr_free(&A[q]);
+        }
+    }
+    cudaStreamDestroy(st);
+    bsk_destroy(ctx);
+    bsk__hopper_small_tune = small_saved;
+}
+
 static int keep_all(int64_t i, int64_t j, bsk_rng *r)
 {
     (void)i; (void)j; (void)r;
@@ -566,4 +661,5 @@ BSK_TEST(gpu_hopper_small_compact) { SKIP("built without CUDA"); }
 BSK_TEST(gpu_hopper_small_declines) { SKIP("built without CUDA"); }
 BSK_TEST(gpu_hopper_small_dispatch) { SKIP("built without CUDA"); }
 BSK_TEST(gpu_hopper_small_tma_store) { SKIP("built without CUDA"); }
+BSK_TEST(gpu_hopper_small_pattern_cache) { SKIP("built without CUDA"); }
 #endif

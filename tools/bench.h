@@ -36,6 +36,7 @@ typedef struct bench_state {
     int device;  /* CLI_DEV_CPU / CLI_DEV_CUDA */
     bsk_dtype dt, ot;
     int iters, warmup;
+    int cache;   /* bsk_set_pattern_cache for bsk's runs (forgotten after each configuration) */
     uint64_t seed;
     const char *json;
     double flush_bytes;

@@ -458,7 +458,8 @@ int bench_gpu(bench_state *b)
     gpu_env g;
     memset(&g, 0, sizeof g);
     int rc = CLI_OK;
-    if (bsk_create(&g.ctx, BSK_BACKEND_CUDA) || cublasCreate(&g.blas) != CUBLAS_STATUS_SUCCESS ||
+    if (bsk_create(&g.ctx, BSK_BACKEND_CUDA) || bsk_set_pattern_cache(g.ctx, b->cache) ||
+        cublasCreate(&g.blas) != CUBLAS_STATUS_SUCCESS ||
         cusparseCreate(&g.sparse) != CUSPARSE_STATUS_SUCCESS || cli_gpu_timer_init(&g.timer, NULL)) {
         fprintf(stderr, "bsk bench: cannot set up bsk / cuBLAS / cuSPARSE / timers on the GPU\n");
         rc = CLI_FAIL;
@@ -568,6 +569,7 @@ int bench_gpu(bench_state *b)
                 }
                 free(hv);
             }
+            if (b->cache) (void)bsk_forget_patterns(g.ctx); /* dA's memory may hold the next row's pattern */
             bsk_bsr_free(&dA);
             bsk_bsr_free(&A);
             bench_row_done(b, i);

@@ -89,6 +89,7 @@ static void write_json(const bench_state *b, int upto)
     cli_json_num(&j, "l2_flush_bytes", b->flush_bytes);
     cli_json_str(&j, "timing", b->device == CLI_DEV_CUDA ? "CUDA events, median, L2 flushed before each iteration"
                                                           : "wall clock, median");
+    cli_json_str(&j, "pattern_cache", b->cache ? "on" : "off");
     cli_json_str(&j, "E", "bsk effective TFLOPS on kept blocks / dense baseline TFLOPS, same run");
     cli_json_end(&j);
     cli_json_arr(&j, "results");
@@ -150,9 +151,10 @@ static void print_table(const bench_state *b)
 {
     int gpu = b->device == CLI_DEV_CUDA, spmm_gpu = gpu && !b->sddmm;
     double scale = gpu ? 1.0 : 1e3;
-    printf("\n%s %s, %s -> %s, %s; %s (effective on kept blocks), median of %d\n", b->sddmm ? "SDDMM" : "SpMM",
+    printf("\n%s %s, %s -> %s, %s; %s (effective on kept blocks), median of %d%s\n", b->sddmm ? "SDDMM" : "SpMM",
            gpu ? "GPU" : "CPU", cli_dtype_name(b->dt), cli_dtype_name(b->ot),
-           gpu ? "dense = cublasGemmEx" : "dense = OpenBLAS sgemm", gpu ? "TFLOPS" : "GFLOPS", b->iters);
+           gpu ? "dense = cublasGemmEx" : "dense = OpenBLAS sgemm", gpu ? "TFLOPS" : "GFLOPS", b->iters,
+           b->cache ? ", bsk with the pattern cache on" : "");
     printf("%-20s %4s %5s %-8s %8s", "M x N x K", "b", "dens", "pattern", "dense");
     if (spmm_gpu) printf(" %8s %8s", "cuSP-BSR", "cuSP-ELL");
     if (gpu && b->sddmm) printf(" %8s", "cuSPARSE");
@@ -333,7 +335,7 @@ int cmd_bench(int argc, char **argv)
     if (argc > 1 && !strcmp(argv[1], "attention")) return cmd_attention(argc - 1, argv + 1);
     /* `bsk bench train ...`: the training step (fwd, Aᵀ·B, SDDMM) against cuBLAS, tools/bench_train.c */
     if (argc > 1 && !strcmp(argv[1], "train")) return cmd_bench_train(argc - 1, argv + 1);
-    int quick = 0, dtype = -1, out_dtype = -1, device_req = CLI_DEV_AUTO, npos;
+    int quick = 0, dtype = -1, out_dtype = -1, device_req = CLI_DEV_AUTO, npos, cache = 0;
     int64_t iters = 0, warmup = -1;
     uint64_t seed = 1;
     const char *json = NULL, *sizes = NULL, *blocks = NULL, *dens = NULL, *pats = NULL;
@@ -351,6 +353,8 @@ int cmd_bench(int argc, char **argv)
         CLI_OPT_INT("warmup", &warmup, 0, 1000, "untimed iterations first (default 3 GPU, 1 CPU)"),
         CLI_OPT_CHOICE("device", &device_req, CLI_DEVICES, "GPU (vs cuBLAS/cuSPARSE) or CPU (vs OpenBLAS)"),
         CLI_OPT_U64("seed", &seed, "random seed"),
+        CLI_OPT_FLAG("pattern-cache", &cache, "bsk keeps each pattern's derived data between calls (bsk_set_pattern_cache), as "
+                                              "for fixed weights; the baselines' format conversions are untimed too"),
     };
     int rc = cli_parse(argc, argv, opts, (int)(sizeof opts / sizeof opts[0]),
                        "bsk bench spmm|sddmm [--quick] [--json FILE] [--sizes MxNxK,...] [--blocks ...] ...",
@@ -372,6 +376,7 @@ int cmd_bench(int argc, char **argv)
     memset(&b, 0, sizeof b);
     b.sddmm = strcmp(pos[0], "sddmm") == 0;
     b.seed = seed;
+    b.cache = cache;
     b.json = json;
     if (json && !bench_json_writable(json, "bsk bench")) return CLI_FAIL;
     bsk_context *probe;

@@ -16,14 +16,19 @@ static inline bsk_status bsk_cuda_status(cudaError_t e)
 /* After a launch: the launch's own error (not a sticky earlier one we can't attribute). */
 #define BSK_CUDA_LAUNCH_CHECK() bsk_cuda_status(cudaGetLastError())
 
-/* One cached transpose index of a BSR pattern (src/cuda/pattern_cache.cu). Keyed by the pattern's device
-   pointers and sizes: a pattern rewritten in place, or freed and re-allocated at the same addresses with the
-   same sizes, is not noticed. */
+/* One cached BSR pattern's derived data (src/cuda/pattern_cache.cu): the transpose index and the small-block
+   SpMM's row-group union lists, each built when first asked for. Keyed by the pattern's device pointers and
+   sizes: a pattern rewritten in place, or freed and re-allocated at the same addresses with the same sizes, is
+   not noticed. */
 #define BSK_TINDEX_SLOTS 8
 struct bsk_tindex_entry {
     const void *row_ptr, *col_idx; /* key */
     int64_t mb, nb, nnzb;          /* key */
-    int32_t *mem;                  /* t_ptr[nb+1] | cursor[nb+1] | t_row[nnzb] | t_blk[nnzb] */
+    int32_t *mem;                  /* transpose index: t_ptr[nb+1] | cursor[nb+1] | t_row[nnzb] | t_blk[nnzb], or NULL */
+    void *umem;                    /* small-block union lists for groups of urows block rows (the launcher's
+                                      workspace layout), or NULL; filled (ubuilt) once its prep kernels are enqueued */
+    size_t ubytes;
+    int urows, ubuilt;
     cudaEvent_t ev;                /* recorded after the build and after each use: orders reuse/free across streams */
     uint64_t used;                 /* LRU stamp; 0 = empty slot */
 };
@@ -76,6 +81,14 @@ bsk_status bsk_cuda_tindex_get(bsk_context *ctx, const bsk_bsr *A, bsk_tindex *t
 void bsk_cuda_tindex_done(bsk_context *ctx, const bsk_tindex *ti);
 /* Frees every cached index (called by bsk_cuda_release). */
 void bsk_cuda_pattern_cache_release(struct bsk_cuda_state *st);
+/* With the pattern cache on (ctx->pattern_cache): the cached buffer of `bytes` for the small-block SpMM's union
+   lists of A's pattern in groups of `rows` block rows (*built = 1: filled by an earlier call, this stream ordered
+   after that call), or one to fill (*built = 0). After its launches the caller calls bsk_cuda_union_done(ctx,
+   *slot, filled): filled = 1 once the kernels that fill it are enqueued (until then a later call refills it).
+   Inside a stream capture only a filled entry is handed out (*buf NULL otherwise: use the workspace). Not called
+   with the cache off (the lists then live in the workspace, rebuilt every call). */
+bsk_status bsk_cuda_union_get(bsk_context *ctx, const bsk_bsr *A, int rows, size_t bytes, void **buf, int *built, int *slot);
+void bsk_cuda_union_done(bsk_context *ctx, int slot, int filled);
 /* Exclusive prefix sum of counts[0..n) into ptr[0..n] (ptr[n] = the total) on `stream` by the one-CTA scan
    the transpose index uses; counts[c] becomes ptr[c] too. Also builds the attention backward's transposed
    layout (src/cuda/attention/attention_bwd.cu). */

@@ -1,5 +1,7 @@
-/* pattern_cache.cu — the transpose index of a device BSR pattern (for each block column, its blocks in
-   block-row order), built on the GPU without host synchronisation and kept in a small per-context LRU.
+/* pattern_cache.cu — data derived from a device BSR pattern, kept in a small per-context LRU keyed by the
+   pattern: the transpose index (for each block column, its blocks in block-row order), built here on the GPU
+   without host synchronisation, and the small-block SpMM's row-group union lists (a buffer handed to its launcher,
+   which fills it with its prep kernels on first use: spmm_small_hopper.cu).
 
    Build, all on ctx->stream:
      1. count:   cursor[c] = number of blocks p with col_idx[p] == c (blocks with a column outside [0, nb) are
@@ -115,6 +117,7 @@ __global__ void __launch_bounds__(SORT_THREADS) tindex_sort(const int32_t *__res
     }
 }
 
+/* The transpose index of A's pattern into en->mem (en's key already set). */
 static bsk_status build(bsk_context *ctx, struct bsk_cuda_state *st, struct bsk_tindex_entry *en, const bsk_bsr *A,
                         int64_t mb, int64_t nb)
 {
@@ -139,17 +142,11 @@ static bsk_status build(bsk_context *ctx, struct bsk_cuda_state *st, struct bsk_
         tindex_sort<<<gs < 1 ? 1 : gs, SORT_THREADS, 0, stream>>>(A->row_ptr, mb, nnzb, nb, t_ptr, t_row, t_blk);
         s = BSK_CUDA_LAUNCH_CHECK();
     }
-    if (!s && !en->ev) s = bsk_cuda_status(cudaEventCreateWithFlags(&en->ev, cudaEventDisableTiming));
     if (!s) s = bsk_cuda_status(cudaEventRecord(en->ev, stream));
     if (s) {
         (void)cudaFreeAsync(mem, stream);
         return s;
     }
-    en->row_ptr = A->row_ptr;
-    en->col_idx = A->col_idx;
-    en->mb = mb;
-    en->nb = nb;
-    en->nnzb = nnzb;
     en->mem = mem;
     return BSK_SUCCESS;
 }
@@ -162,6 +159,57 @@ static void view(const struct bsk_tindex_entry *en, int slot, bsk_tindex *ti)
     ti->slot = slot;
 }
 
+/* Frees an entry's data once the kernels that last used it (any stream) are done; the slot becomes empty. */
+static void evict(struct bsk_tindex_entry *en, cudaStream_t stream)
+{
+    if (en->mem || en->umem) (void)cudaStreamWaitEvent(stream, en->ev, 0);
+    if (en->mem) (void)cudaFreeAsync(en->mem, stream);
+    if (en->umem) (void)cudaFreeAsync(en->umem, stream);
+    en->mem = NULL;
+    en->umem = NULL;
+    en->ubytes = 0;
+    en->urows = en->ubuilt = 0;
+    en->used = 0;
+}
+
+/* The slot of A's pattern: with the cache on, its entry if there is one (this stream then ordered after its last
+   use); otherwise an emptied one (the least recently used, or the pattern's own: without the cache the same
+   addresses may hold another pattern now) with A's key. */
+static bsk_status entry_of(bsk_context *ctx, struct bsk_cuda_state *st, const bsk_bsr *A, int *slot)
+{
+    const int64_t mb = bsk_bsr_mb(A), nb = bsk_bsr_nb(A);
+    cudaStream_t stream = (cudaStream_t)ctx->stream;
+    int victim = 0;
+    for (int i = 0; i < BSK_TINDEX_SLOTS; i++) {
+        struct bsk_tindex_entry *en = &st->tindex[i];
+        if (en->used && en->row_ptr == A->row_ptr && en->col_idx == A->col_idx && en->mb == mb && en->nb == nb &&
+            en->nnzb == A->nnzb) {
+            if (!ctx->pattern_cache) { victim = i; break; }
+            /* built (or last used) perhaps on another stream: order this stream after it */
+            bsk_status s = bsk_cuda_status(cudaStreamWaitEvent(stream, en->ev, 0));
+            if (s) return s;
+            en->used = ++st->tindex_clock;
+            *slot = i;
+            return BSK_SUCCESS;
+        }
+        if (st->tindex[i].used < st->tindex[victim].used) victim = i;
+    }
+    struct bsk_tindex_entry *en = &st->tindex[victim];
+    evict(en, stream);
+    if (!en->ev) {
+        bsk_status s = bsk_cuda_status(cudaEventCreateWithFlags(&en->ev, cudaEventDisableTiming));
+        if (s) return s;
+    }
+    en->row_ptr = A->row_ptr;
+    en->col_idx = A->col_idx;
+    en->mb = mb;
+    en->nb = nb;
+    en->nnzb = A->nnzb;
+    en->used = ++st->tindex_clock;
+    *slot = victim;
+    return BSK_SUCCESS;
+}
+
 bsk_status bsk_cuda_tindex_get(bsk_context *ctx, const bsk_bsr *A, bsk_tindex *ti)
 {
     ti->t_ptr = ti->t_row = ti->t_blk = NULL;
@@ -169,37 +217,15 @@ bsk_status bsk_cuda_tindex_get(bsk_context *ctx, const bsk_bsr *A, bsk_tindex *t
     if (A->nnzb == 0) return BSK_SUCCESS;
     struct bsk_cuda_state *st = bsk_cuda_state_get(ctx);
     if (!st) return BSK_ERR_OUT_OF_MEMORY;
-    int64_t mb = bsk_bsr_mb(A), nb = bsk_bsr_nb(A);
-    cudaStream_t stream = (cudaStream_t)ctx->stream;
-    int victim = 0;
-    for (int i = 0; i < BSK_TINDEX_SLOTS; i++) {
-        struct bsk_tindex_entry *en = &st->tindex[i];
-        if (en->used && en->mem && en->row_ptr == A->row_ptr && en->col_idx == A->col_idx && en->mb == mb &&
-            en->nb == nb && en->nnzb == A->nnzb) {
-            /* Without the cache (the default) the same addresses may hold another pattern now: rebuild
-               this entry in place. */
-            if (!ctx->pattern_cache) { victim = i; break; }
-            /* built (or last used) perhaps on another stream: order this stream after it */
-            bsk_status s = bsk_cuda_status(cudaStreamWaitEvent(stream, en->ev, 0));
-            if (s) return s;
-            en->used = ++st->tindex_clock;
-            view(en, i, ti);
-            return BSK_SUCCESS;
-        }
-        if (st->tindex[i].used < st->tindex[victim].used) victim = i;
-    }
-    struct bsk_tindex_entry *en = &st->tindex[victim];
-    if (en->mem) {
-        /* evict: the free waits for the last kernels that read it, whatever stream they ran on */
-        (void)cudaStreamWaitEvent(stream, en->ev, 0);
-        (void)cudaFreeAsync(en->mem, stream);
-        en->mem = NULL;
-        en->used = 0;
-    }
-    bsk_status s = build(ctx, st, en, A, mb, nb);
+    int slot;
+    bsk_status s = entry_of(ctx, st, A, &slot);
     if (s) return s;
-    en->used = ++st->tindex_clock;
-    view(en, victim, ti);
+    struct bsk_tindex_entry *en = &st->tindex[slot];
+    if (!en->mem && (s = build(ctx, st, en, A, bsk_bsr_mb(A), bsk_bsr_nb(A)))) {
+        if (!en->umem) en->used = 0; /* nothing cached: the slot stays free */
+        return s;
+    }
+    view(en, slot, ti);
     return BSK_SUCCESS;
 }
 
@@ -210,14 +236,79 @@ void bsk_cuda_tindex_done(bsk_context *ctx, const bsk_tindex *ti)
     if (en->ev) (void)cudaEventRecord(en->ev, (cudaStream_t)ctx->stream);
 }
 
+bsk_status bsk_cuda_union_get(bsk_context *ctx, const bsk_bsr *A, int rows, size_t bytes, void **buf, int *built, int *slot)
+{
+    *buf = NULL;
+    *built = 0;
+    *slot = -1;
+    struct bsk_cuda_state *st = bsk_cuda_state_get(ctx);
+    if (!st) return BSK_ERR_OUT_OF_MEMORY;
+    cudaStream_t stream = (cudaStream_t)ctx->stream;
+    cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
+    bsk_status s = bsk_cuda_status(cudaStreamIsCapturing(stream, &cap));
+    if (s) return s;
+    if (cap != cudaStreamCaptureStatusNone) {
+        /* inside a capture: a filled entry is used as it is, nothing is allocated, filled or evicted, and no event
+           is waited for or recorded (a capturing stream cannot wait on an event recorded outside it; the caller
+           orders work around a capture). No filled entry: *buf stays NULL (the caller's workspace). The graph
+           then holds the entry's buffer: bsk_forget_patterns, or the entry's eviction, invalidates it. */
+        for (int i = 0; i < BSK_TINDEX_SLOTS; i++) {
+            const struct bsk_tindex_entry *en = &st->tindex[i];
+            if (en->used && en->row_ptr == A->row_ptr && en->col_idx == A->col_idx && en->nnzb == A->nnzb &&
+                en->mb == bsk_bsr_mb(A) && en->nb == bsk_bsr_nb(A) && en->umem && en->ubuilt && en->urows == rows &&
+                en->ubytes >= bytes) {
+                *buf = en->umem;
+                *built = 1;
+                return BSK_SUCCESS;
+            }
+        }
+        return BSK_SUCCESS;
+    }
+    int i;
+    s = entry_of(ctx, st, A, &i);
+    if (s) return s;
+    struct bsk_tindex_entry *en = &st->tindex[i];
+    if (en->umem && en->urows == rows && en->ubytes >= bytes) {
+        *built = en->ubuilt;
+    } else {
+        if (en->umem) { /* another grouping: entry_of ordered this stream after its last use */
+            (void)cudaFreeAsync(en->umem, stream);
+            en->umem = NULL;
+        }
+        if ((s = bsk_cuda_status(cudaMallocAsync(&en->umem, bytes, stream)))) {
+            en->umem = NULL;
+            if (!en->mem) en->used = 0;
+            return s;
+        }
+        en->ubytes = bytes;
+        en->urows = rows;
+        en->ubuilt = 0;
+    }
+    *buf = en->umem;
+    *slot = i;
+    return BSK_SUCCESS;
+}
+
+void bsk_cuda_union_done(bsk_context *ctx, int slot, int filled)
+{
+    if (slot < 0 || !ctx->cuda) return;
+    struct bsk_tindex_entry *en = &ctx->cuda->tindex[slot];
+    if (filled) en->ubuilt = 1;
+    if (en->ev) (void)cudaEventRecord(en->ev, (cudaStream_t)ctx->stream);
+}
+
 void bsk_cuda_pattern_cache_release(struct bsk_cuda_state *st)
 {
     for (int i = 0; i < BSK_TINDEX_SLOTS; i++) {
         struct bsk_tindex_entry *en = &st->tindex[i];
         if (en->ev) (void)cudaEventSynchronize(en->ev);
         if (en->mem) (void)cudaFree(en->mem);
+        if (en->umem) (void)cudaFree(en->umem);
         if (en->ev) (void)cudaEventDestroy(en->ev);
         en->mem = NULL;
+        en->umem = NULL;
+        en->ubytes = 0;
+        en->urows = en->ubuilt = 0;
         en->ev = NULL;
         en->used = 0;
     }

@@ -11,7 +11,7 @@
 
 using namespace bsk_small;
 
-struct bsk_hopper_small_tune_s bsk__hopper_small_tune = {0, 0, 0, 0, 0, 0, 0, NULL, 0, 0, 0, 0, 0};
+struct bsk_hopper_small_tune_s bsk__hopper_small_tune = {0, 0, 0, 0, 0, 0, 0, NULL, 0, 0, 0, 0, 0, 0};
 
 /* Stage shapes (docs/hopper-spmm-notes.md, session 4, run 2; producer warps: session 8). Default (variant 0), Bᵀ
    read from shared memory by wgmma, one stage's wgmmas left in flight while the next stage's are issued, and four
@@ -118,11 +118,17 @@ static bsk_status launch_small(bsk_context *ctx, const struct bsk_cuda_state *st
     else if ((s = bsk_hopper_tmap_2d(&tmC, C->data, C->dtype, (uint64_t)M, (uint64_t)N, (uint64_t)C->ld, CF::TS_ROWS, 64)))
         return s;
 
-    /* workspace: queue head | ginfo[G] (int2) | order[G] (int4) | ent[nnzb] (int2) */
+    /* workspace: queue {head, CTAs done} | ginfo[G] (int2) | order[G] (int4) | ent[nnzb] (int2). With the pattern
+       cache on, a buffer of the pattern's cache entry instead, filled by the prep kernels on first use only: the
+       lists depend on the pattern alone, and the main kernel leaves the queue at zero when it ends (its last CTA
+       resets it), so a later call launches the main kernel alone (at 2048^3 the prep was ~1/3 of a call). */
     const size_t off_ginfo = 256, off_order = off_ginfo + ((size_t)G * sizeof(int2) + 15) / 16 * 16;
     const size_t off_ent = off_order + (size_t)G * sizeof(int4);
+    const size_t ws_bytes = off_ent + (size_t)A->nnzb * sizeof(int2) + 16;
     void *ws = NULL;
-    if ((s = bsk_cuda_workspace(ctx, off_ent + (size_t)A->nnzb * sizeof(int2) + 16, &ws))) return s;
+    int built = 0, uslot = -1;
+    if (ctx->pattern_cache && (s = bsk_cuda_union_get(ctx, A, CF::R, ws_bytes, &ws, &built, &uslot))) return s;
+    if (!ws && (s = bsk_cuda_workspace(ctx, ws_bytes, &ws))) return s;
     unsigned *counter = (unsigned *)ws;
     int2 *ginfo = (int2 *)((char *)ws + off_ginfo);
     int4 *order = (int4 *)((char *)ws + off_order);
@@ -161,15 +167,21 @@ static bsk_status launch_small(bsk_context *ctx, const struct bsk_cuda_state *st
 
     if ((s = bsk_hopper_allow_smem(small_spmm_kernel<CF, DT, CT, TS>, CF::SMEM))) return s;
 
-    /* prep: the union lists (one CTA per group, grid-stride), then the order (one CTA) */
-    const int ugrid = (int)(G < 4096 ? G : 4096);
-    small_union_kernel<<<ugrid, SMALL_UNION_THREADS, 0, stream>>>(A->row_ptr, A->col_idx, (int)mb, (int)nb,
-                                                                  (int)A->nnzb, CF::R, (int)G, ent, ginfo);
-    if ((s = BSK_CUDA_LAUNCH_CHECK())) return s;
-    if ((s = bsk_hopper_launch(small_order_kernel, 1, 1024, 0, stream, !bsk__hopper_small_tune.no_pdl, 1,
-                               (const int2 *)ginfo, (int)G, order, counter)))
-        return s;
-    if (bsk__hopper_small_tune.prep_only) return BSK_SUCCESS;
+    /* prep: the union lists (one CTA per group, grid-stride), then the order (one CTA) — unless cached */
+    if (!built) {
+        const int ugrid = (int)(G < 4096 ? G : 4096);
+        small_union_kernel<<<ugrid, SMALL_UNION_THREADS, 0, stream>>>(A->row_ptr, A->col_idx, (int)mb, (int)nb,
+                                                                      (int)A->nnzb, CF::R, (int)G, ent, ginfo);
+        if ((s = BSK_CUDA_LAUNCH_CHECK())) return s;
+        if ((s = bsk_hopper_launch(small_order_kernel, 1, 1024, 0, stream, !bsk__hopper_small_tune.no_pdl, 1,
+                                   (const int2 *)ginfo, (int)G, order, counter)))
+            return s;
+    }
+    bsk__hopper_small_tune.out_prep = !built;
+    if (bsk__hopper_small_tune.prep_only) {
+        bsk_cuda_union_done(ctx, uslot, 1);
+        return BSK_SUCCESS;
+    }
 
     int grid = st->sms;
     if (bsk__hopper_small_tune.max_ctas > 0 && bsk__hopper_small_tune.max_ctas < grid) grid = bsk__hopper_small_tune.max_ctas;
@@ -177,9 +189,10 @@ static bsk_status launch_small(bsk_context *ctx, const struct bsk_cuda_state *st
     if (grid < 1) grid = 1;
     bsk__hopper_small_tune.out_grid = grid;
 
-    if ((s = bsk_hopper_launch(small_spmm_kernel<CF, DT, CT, TS>, grid, CF::THREADS, CF::SMEM, stream,
-                               !bsk__hopper_small_tune.no_pdl, 1, tmA, tmB, tmC, p)))
-        return s;
+    s = bsk_hopper_launch(small_spmm_kernel<CF, DT, CT, TS>, grid, CF::THREADS, CF::SMEM, stream,
+                          !bsk__hopper_small_tune.no_pdl, 1, tmA, tmB, tmC, p);
+    bsk_cuda_union_done(ctx, uslot, 1); /* the lists are enqueued whatever became of the main launch */
+    if (s) return s;
     ctx->last_kernel = name;
     return BSK_SUCCESS;
 }

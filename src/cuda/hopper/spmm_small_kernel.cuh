@@ -86,7 +86,9 @@ struct SmallParams {
     const int2 *ent;        /* union entries {col, rowmask}; group g's at [order.y, order.y + order.z)          */
     const int4 *order;      /* per rank: {group, first entry, union length, 0}; longest groups first         */
     const int32_t *row_ptr;
-    unsigned *counter;      /* work-queue head, zeroed by the order kernel                                   */
+    unsigned *counter;      /* work queue {head, CTAs done}: zero at the launch (the order kernel zeroes them; the
+                               last CTA to take its last ticket resets them for the next launch, which a pattern-
+                               cached call makes without the prep kernels)                                      */
     void *C;
     int64_t ldc;
     float alpha, beta;
@@ -325,7 +327,7 @@ __global__ void __launch_bounds__(1024, 1)
     __shared__ int warp_tot[32];
     const int tid = threadIdx.x, lane = tid & 31, w = tid >> 5;
     hist[tid] = 0;
-    if (tid == 0) *counter = 0u;
+    if (tid == 0) counter[0] = counter[1] = 0u;
     __syncthreads();
     for (int g = tid; g < G; g += 1024) atomicAdd(&hist[1023 - min(ginfo[g].y, 1023)], 1);
     __syncthreads();
@@ -651,6 +653,15 @@ __global__ void __launch_bounds__(384, 1)
         for (;;) {
             if (t >= total) {
                 if (lane == 0 && gs % CF::PW == (uint32_t)warp) open_stage(gs, make_int4(0, 0, 0, SM_END), 0);
+                /* this CTA has taken its last ticket (warp 0 takes them all): the last CTA to get here resets the
+                   queue for the next launch (no CTA takes another ticket in this one) */
+                if (warp == 0 && lane == 0) {
+                    __threadfence();
+                    if (atomicAdd(p.counter + 1, 1u) == gridDim.x - 1) {
+                        atomicExch(p.counter, 0u);
+                        atomicExch(p.counter + 1, 0u);
+                    }
+                }
                 break;
             }
             const unsigned pend = fetch(); /* the next item's ticket, taken one item ahead */
