@@ -254,16 +254,22 @@ BSK_TEST(gpu_hopper_small_tma_store)
             bsk_bsr A = spmm_random_bsr(M, K, b, 0.1 + 0.2 * gi, BSK_PATTERN_UNIFORM, dt);
             const int64_t N8 = 8 * bsk_rng_int(r, 17, 50) + 8 * (gi % 2); /* some N tile partly past N */
             run_case(t, ctx, &A, N8, 8, 16, dt, alpha, 0.0f, want);
+            CHECK(bsk__hopper_small_tune.out_ts == 1);
             spmm_gpu_knob_same(t, ctx, &A, N8, 8, 16, dt, alpha, direct, 0, 1, want);
+            CHECK(bsk__hopper_small_tune.out_ts == 0); /* the knob's run: the direct epilogue */
             run_case(t, ctx, &A, 40, 0, 8, dt, alpha, 0.0f, want); /* consumer 1 wholly past N */
+            CHECK(bsk__hopper_small_tune.out_ts == 1);
             spmm_gpu_knob_same(t, ctx, &A, 40, 0, 8, dt, alpha, direct, 0, 1, want);
             const int64_t No = 2 * bsk_rng_int(r, 70, 200) + 1, pad = 8 - No % 8; /* N odd: the direct epilogue */
             run_case(t, ctx, &A, No, pad, pad, dt, alpha, 0.0f, want);
+            CHECK(bsk__hopper_small_tune.out_ts == 0);
             run_case(t, ctx, &A, 5, 3, 3, dt, alpha, 0.0f, want); /* N < 8 */
+            CHECK(bsk__hopper_small_tune.out_ts == 0);
             bsk_bsr_free(&A);
             for (int q = 0; q < 2; q++) { /* M = 1, M < b */
                 bsk_bsr T = spmm_random_bsr(q ? 1 : bsk_rng_int(r, 2, b - 1), (int64_t)b * 7 + 5, b, 0.6, BSK_PATTERN_UNIFORM, dt);
                 run_case(t, ctx, &T, 136, 0, 8, dt, alpha, 0.0f, want);
+                CHECK(bsk__hopper_small_tune.out_ts == 1);
                 bsk_bsr_free(&T);
             }
             bsk_bsr E = mask_bsr((int64_t)b * 70 - 9, K, b, dt, keep_sparse_rows);
@@ -280,8 +286,8 @@ BSK_TEST(gpu_hopper_small_tma_store)
 
 /* One call on a device pattern dA (host copy A) with the pattern cache on: fresh random B (K x N), C poisoned, beta 0,
    checked against the float64 reference; prep: whether the launcher must have run the prep kernels (1: first use of
-   the pattern) or taken the cached lists (0). On a capturing stream (graph != NULL) the call is captured into
-   *graph instead and replayed three times, C poisoned again before each replay, each replay checked. */
+   the pattern, or a capture) or taken the cached lists (0). With `capture` (a stream) the call is captured there
+   and the graph replayed three times, C poisoned again on that stream before each replay, each replay checked. */
 static void cached_case(bsk_test_ctx *t, bsk_context *ctx, const bsk_bsr *A, const bsk_bsr *dA, int64_t N, float alpha,
                         int prep, cudaStream_t capture)
 {
@@ -307,7 +313,7 @@ static void cached_case(bsk_test_ctx *t, bsk_context *ctx, const bsk_bsr *A, con
     }
     for (int rep = 0; rep < (capture ? 3 : 1); rep++) {
         if (capture) {
-            CHECK(cudaMemcpy(dC.data, C.data, spmm_dense_bytes(&C), cudaMemcpyHostToDevice) == cudaSuccess);
+            CHECK(cudaMemcpyAsync(dC.data, C.data, spmm_dense_bytes(&C), cudaMemcpyHostToDevice, capture) == cudaSuccess);
             CHECK(ge && cudaGraphLaunch(ge, capture) == cudaSuccess);
         }
         CHECK_STATUS(bsk_synchronize(ctx), BSK_SUCCESS);
@@ -328,10 +334,11 @@ static void cached_case(bsk_test_ctx *t, bsk_context *ctx, const bsk_bsr *A, con
 
 /* The pattern cache (bsk_set_pattern_cache) on the small-block path: the first call on a device pattern runs the
    prep kernels into the cache, later calls launch the main kernel alone (the queue left at zero by the previous
-   launch's last CTA) — each against the reference, with N changing between calls (another number of items and
-   CTAs), a second pattern in between, both block sizes and input dtypes; then a cached call captured in a CUDA
-   graph and replayed three times (each replay resets the queue for the next), and bsk_forget_patterns (the next
-   call builds again). */
+   launch's last CTA) — each against the reference, with N changing between calls (another number of items), a
+   second pattern in between, grids of 2-5 CTAs (each CTA takes tickets from the queue: a queue not reset would skip
+   items) and the one-producer-warp variant (its first ticket comes from the queue too) on the cached lists, both
+   block sizes; a call captured in a CUDA graph (the cache is not used inside a capture: the prep kernels are in
+   the graph) replayed three times; and bsk_forget_patterns (the next call builds again). */
 BSK_TEST(gpu_hopper_small_pattern_cache)
 {
     bsk_context *ctx = NULL;
@@ -342,24 +349,35 @@ BSK_TEST(gpu_hopper_small_pattern_cache)
     REQUIRE(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking) == cudaSuccess);
     bsk_rng *r = bsk_test_rng();
     for (int b = 32; b >= 16; b /= 2) {
-        const bsk_dtype dt = b == 32 ? BSK_F16 : BSK_BF16;
+        const bsk_dtype dt = BSK_F16; /* the producer variants exist for fp16 input */
         bsk_bsr A[2], dA[2];
         for (int q = 0; q < 2; q++) {
             A[q] = spmm_random_bsr((int64_t)b * bsk_rng_int(r, 30, 50) + 5, (int64_t)b * bsk_rng_int(r, 6, 10) + 3, b,
                                    0.15 + 0.3 * q, BSK_PATTERN_UNIFORM, dt);
             REQUIRE_OK(bsk_bsr_clone(&A[q], BSK_MEM_DEVICE, &dA[q]));
         }
-        const int64_t Ns[6] = {264, 136, 264, 1032, 8, 72};
-        const int which[6] = {0, 0, 1, 0, 1, 0}, prep[6] = {1, 0, 1, 0, 0, 0};
-        for (int i = 0; i < 6; i++) {
+        const int64_t Ns[7] = {264, 136, 264, 1032, 8, 72, 200};
+        const int which[7] = {0, 0, 1, 0, 1, 0, 0}, prep[7] = {1, 0, 1, 0, 0, 0, 0};
+        const int ctas[7] = {0, 3, 0, 5, 3, 2, 0}, variant[7] = {0, 0, 0, 0, 3, 3, 0};
+        for (int i = 0; i < 7; i++) {
             const float alpha = 0.5f + (float)bsk_rng_uniform(r);
-            bsk__hopper_small_tune.max_ctas = i == 3 ? 5 : 0; /* many items per CTA */
+            bsk__hopper_small_tune.max_ctas = ctas[i];
+            bsk__hopper_small_tune.variant = variant[i];
             cached_case(t, ctx, &A[which[i]], &dA[which[i]], Ns[i], alpha, prep[i], NULL);
         }
-        bsk__hopper_small_tune.max_ctas = 0;
+        bsk__hopper_small_tune.variant = 0;
+        /* the workspace grows outside the capture (an allocation inside one would belong to the graph): one call with
+           the cache off, which also drops the cached entries */
+        REQUIRE_OK(bsk_set_pattern_cache(ctx, 0));
+        cached_case(t, ctx, &A[0], &dA[0], 200, 1.0f, 1, NULL);
+        REQUIRE_OK(bsk_set_pattern_cache(ctx, 1));
+        bsk__hopper_small_tune.max_ctas = 3;
         REQUIRE_OK(bsk_set_stream(ctx, st));
-        cached_case(t, ctx, &A[0], &dA[0], 200, 1.0f, 0, st); /* captured: the cached lists, replayed */
+        cached_case(t, ctx, &A[0], &dA[0], 200, 1.0f, 1, st); /* captured with its prep kernels, replayed */
         REQUIRE_OK(bsk_set_stream(ctx, NULL));
+        bsk__hopper_small_tune.max_ctas = 0;
+        cached_case(t, ctx, &A[0], &dA[0], 264, 1.0f, 1, NULL); /* nothing was cached inside the capture */
+        cached_case(t, ctx, &A[0], &dA[0], 136, 1.0f, 0, NULL);
         REQUIRE_OK(bsk_forget_patterns(ctx));
         cached_case(t, ctx, &A[0], &dA[0], 136, 1.0f, 1, NULL);
         REQUIRE_OK(bsk_forget_patterns(ctx)); /* before the patterns' memory is freed (and perhaps reused) */

@@ -154,7 +154,7 @@ static void print_table(const bench_state *b)
     printf("\n%s %s, %s -> %s, %s; %s (effective on kept blocks), median of %d%s\n", b->sddmm ? "SDDMM" : "SpMM",
            gpu ? "GPU" : "CPU", cli_dtype_name(b->dt), cli_dtype_name(b->ot),
            gpu ? "dense = cublasGemmEx" : "dense = OpenBLAS sgemm", gpu ? "TFLOPS" : "GFLOPS", b->iters,
-           b->cache ? ", bsk with the pattern cache on" : "");
+           gpu && b->cache ? ", bsk with the pattern cache on" : "");
     printf("%-20s %4s %5s %-8s %8s", "M x N x K", "b", "dens", "pattern", "dense");
     if (spmm_gpu) printf(" %8s %8s", "cuSP-BSR", "cuSP-ELL");
     if (gpu && b->sddmm) printf(" %8s", "cuSPARSE");

@@ -85,8 +85,9 @@ void bsk_cuda_pattern_cache_release(struct bsk_cuda_state *st);
    lists of A's pattern in groups of `rows` block rows (*built = 1: filled by an earlier call, this stream ordered
    after that call), or one to fill (*built = 0). After its launches the caller calls bsk_cuda_union_done(ctx,
    *slot, filled): filled = 1 once the kernels that fill it are enqueued (until then a later call refills it).
-   Inside a stream capture only a filled entry is handed out (*buf NULL otherwise: use the workspace). Not called
-   with the cache off (the lists then live in the workspace, rebuilt every call). */
+   Inside a stream capture *buf stays NULL (the caller uses its workspace and captures the prep kernels). Not
+   called with the cache off (the lists then live in the workspace, rebuilt every call). One grouping per entry: the
+   same index arrays used at b32 and b16 in turn rebuild each time. */
 bsk_status bsk_cuda_union_get(bsk_context *ctx, const bsk_bsr *A, int rows, size_t bytes, void **buf, int *built, int *slot);
 void bsk_cuda_union_done(bsk_context *ctx, int slot, int filled);
 /* Exclusive prefix sum of counts[0..n) into ptr[0..n] (ptr[n] = the total) on `stream` by the one-CTA scan

@@ -244,28 +244,17 @@ bsk_status bsk_cuda_union_get(bsk_context *ctx, const bsk_bsr *A, int rows, size
     struct bsk_cuda_state *st = bsk_cuda_state_get(ctx);
     if (!st) return BSK_ERR_OUT_OF_MEMORY;
     cudaStream_t stream = (cudaStream_t)ctx->stream;
+    /* Inside a capture (or when that cannot be told) the cache is not used: *buf stays NULL and the launcher builds
+       the lists in its workspace, the prep kernels captured with the rest — a graph never holds a cache buffer that
+       a later eviction could free, nor waits on an event recorded outside it. */
     cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
-    bsk_status s = bsk_cuda_status(cudaStreamIsCapturing(stream, &cap));
-    if (s) return s;
-    if (cap != cudaStreamCaptureStatusNone) {
-        /* inside a capture: a filled entry is used as it is, nothing is allocated, filled or evicted, and no event
-           is waited for or recorded (a capturing stream cannot wait on an event recorded outside it; the caller
-           orders work around a capture). No filled entry: *buf stays NULL (the caller's workspace). The graph
-           then holds the entry's buffer: bsk_forget_patterns, or the entry's eviction, invalidates it. */
-        for (int i = 0; i < BSK_TINDEX_SLOTS; i++) {
-            const struct bsk_tindex_entry *en = &st->tindex[i];
-            if (en->used && en->row_ptr == A->row_ptr && en->col_idx == A->col_idx && en->nnzb == A->nnzb &&
-                en->mb == bsk_bsr_mb(A) && en->nb == bsk_bsr_nb(A) && en->umem && en->ubuilt && en->urows == rows &&
-                en->ubytes >= bytes) {
-                *buf = en->umem;
-                *built = 1;
-                return BSK_SUCCESS;
-            }
-        }
+    if (cudaStreamIsCapturing(stream, &cap) != cudaSuccess) {
+        (void)cudaGetLastError();
         return BSK_SUCCESS;
     }
+    if (cap != cudaStreamCaptureStatusNone) return BSK_SUCCESS;
     int i;
-    s = entry_of(ctx, st, A, &i);
+    bsk_status s = entry_of(ctx, st, A, &i);
     if (s) return s;
     struct bsk_tindex_entry *en = &st->tindex[i];
     if (en->umem && en->urows == rows && en->ubytes >= bytes) {

@@ -11,7 +11,7 @@
 
 using namespace bsk_small;
 
-struct bsk_hopper_small_tune_s bsk__hopper_small_tune = {0, 0, 0, 0, 0, 0, 0, NULL, 0, 0, 0, 0, 0, 0};
+struct bsk_hopper_small_tune_s bsk__hopper_small_tune = {0, 0, 0, 0, 0, 0, 0, NULL, 0, 0, 0, 0, 0, 0, 0};
 
 /* Stage shapes (docs/hopper-spmm-notes.md, session 4, run 2; producer warps: session 8). Default (variant 0), Bᵀ
    read from shared memory by wgmma, one stage's wgmmas left in flight while the next stage's are issued, and four
@@ -165,36 +165,38 @@ static bsk_status launch_small(bsk_context *ctx, const struct bsk_cuda_state *st
     p.prof = (long long *)bsk__hopper_small_tune.prof;
     bsk__hopper_small_tune.out_items = (int)(G * nt);
 
-    if ((s = bsk_hopper_allow_smem(small_spmm_kernel<CF, DT, CT, TS>, CF::SMEM))) return s;
+    if ((s = bsk_hopper_allow_smem(small_spmm_kernel<CF, DT, CT, TS>, CF::SMEM))) {
+        bsk_cuda_union_done(ctx, uslot, 0);
+        return s;
+    }
 
-    /* prep: the union lists (one CTA per group, grid-stride), then the order (one CTA) — unless cached */
+    /* prep: the union lists (one CTA per group, grid-stride), then the order (one CTA) — unless cached. From here
+       on every return records the cache entry's use (a later eviction on any stream waits for these kernels);
+       `filled` once both prep kernels are enqueued. */
+    int filled = built;
     if (!built) {
         const int ugrid = (int)(G < 4096 ? G : 4096);
         small_union_kernel<<<ugrid, SMALL_UNION_THREADS, 0, stream>>>(A->row_ptr, A->col_idx, (int)mb, (int)nb,
                                                                       (int)A->nnzb, CF::R, (int)G, ent, ginfo);
-        if ((s = BSK_CUDA_LAUNCH_CHECK())) return s;
-        if ((s = bsk_hopper_launch(small_order_kernel, 1, 1024, 0, stream, !bsk__hopper_small_tune.no_pdl, 1,
-                                   (const int2 *)ginfo, (int)G, order, counter)))
-            return s;
+        if (!(s = BSK_CUDA_LAUNCH_CHECK()))
+            s = bsk_hopper_launch(small_order_kernel, 1, 1024, 0, stream, !bsk__hopper_small_tune.no_pdl, 1,
+                                  (const int2 *)ginfo, (int)G, order, counter);
+        filled = !s;
     }
     bsk__hopper_small_tune.out_prep = !built;
-    if (bsk__hopper_small_tune.prep_only) {
-        bsk_cuda_union_done(ctx, uslot, 1);
-        return BSK_SUCCESS;
+    bsk__hopper_small_tune.out_ts = TS;
+    if (!s && !bsk__hopper_small_tune.prep_only) {
+        int grid = st->sms;
+        if (bsk__hopper_small_tune.max_ctas > 0 && bsk__hopper_small_tune.max_ctas < grid) grid = bsk__hopper_small_tune.max_ctas;
+        if ((int64_t)grid > G * nt) grid = (int)(G * nt);
+        if (grid < 1) grid = 1;
+        bsk__hopper_small_tune.out_grid = grid;
+        s = bsk_hopper_launch(small_spmm_kernel<CF, DT, CT, TS>, grid, CF::THREADS, CF::SMEM, stream,
+                              !bsk__hopper_small_tune.no_pdl, 1, tmA, tmB, tmC, p);
+        if (!s) ctx->last_kernel = name;
     }
-
-    int grid = st->sms;
-    if (bsk__hopper_small_tune.max_ctas > 0 && bsk__hopper_small_tune.max_ctas < grid) grid = bsk__hopper_small_tune.max_ctas;
-    if ((int64_t)grid > G * nt) grid = (int)(G * nt);
-    if (grid < 1) grid = 1;
-    bsk__hopper_small_tune.out_grid = grid;
-
-    s = bsk_hopper_launch(small_spmm_kernel<CF, DT, CT, TS>, grid, CF::THREADS, CF::SMEM, stream,
-                          !bsk__hopper_small_tune.no_pdl, 1, tmA, tmB, tmC, p);
-    bsk_cuda_union_done(ctx, uslot, 1); /* the lists are enqueued whatever became of the main launch */
-    if (s) return s;
-    ctx->last_kernel = name;
-    return BSK_SUCCESS;
+    bsk_cuda_union_done(ctx, uslot, filled);
+    return s;
 }
 
 static int aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }

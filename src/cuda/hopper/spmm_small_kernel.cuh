@@ -658,6 +658,7 @@ __global__ void __launch_bounds__(384, 1)
                 if (warp == 0 && lane == 0) {
                     __threadfence();
                     if (atomicAdd(p.counter + 1, 1u) == gridDim.x - 1) {
+                        __threadfence();
                         atomicExch(p.counter, 0u);
                         atomicExch(p.counter + 1, 0u);
                     }
@@ -1059,6 +1060,7 @@ __global__ void __launch_bounds__(384, 1)
                    rows are C columns. stmatrix.trans stores it as 8 C rows of 16 bytes (columns 16 warp + 8 h ..),
                    chunk 2 warp + h of the row, XOR-swizzled by row % 8 (TMA's 128-byte swizzle: conflict-free). */
                 constexpr int BPR = CF::TS_ROWS / BS; /* block rows per round */
+                static_assert((R / BPR) % 2 == 0, "an even number of rounds: round 0 of the next item reuses buffer 0");
                 const uint32_t tsb = sbase + CF::STG_OFF + (uint32_t)c * (2u * CF::TS_BUF);
                 const int q = lane >> 3, k8 = lane & 7;
                 static_for<R / BPR>([&](auto Pc) {

@@ -33,6 +33,7 @@ struct bsk_hopper_small_tune_s {
     int epi_direct; /* 1: the fp32-staged epilogue with 16-byte stores even where the TMA-store epilogue applies
                        (16-bit C of the input's dtype, beta = 0; session 16) */
     int out_prep;   /* written by the launcher: 1 the prep kernels ran, 0 the pattern cache held the lists */
+    int out_ts;     /* written by the launcher: 1 the TMA-store epilogue ran */
 };
 extern struct bsk_hopper_small_tune_s bsk__hopper_small_tune;
 #ifdef __cplusplus
