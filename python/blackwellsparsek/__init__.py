@@ -28,8 +28,8 @@ except ImportError:  # the DLPack layer still works
 if _torch is not None:
     from . import nn
     from .attention import AttnLayout, block_scores, block_sparse_attention, topk_block_layout
-    from .ops import (BSRMatrix, clear_tune, last_kernel, load_tune, save_tune, sddmm, sparse_mm, tune_entries,
-                      tune_sparse_mm)
+    from .ops import (BSRMatrix, clear_tune, forget_patterns, last_kernel, load_tune, save_tune, sddmm,
+                      set_pattern_cache, sparse_mm, tune_entries, tune_sparse_mm)
 
 
 def available_ops():
@@ -44,4 +44,5 @@ def device_info():
 
 __all__ = ["BSKError", "BSRMatrix", "sparse_mm", "sddmm", "nn", "available_ops", "device_info", "last_kernel",
            "dlpack_spmm", "dlpack_sddmm", "dlpack_validate", "block_sparse_attention", "topk_block_layout",
-           "block_scores", "AttnLayout", "tune_sparse_mm", "save_tune", "load_tune", "clear_tune", "tune_entries"]
+           "block_scores", "AttnLayout", "tune_sparse_mm", "save_tune", "load_tune", "clear_tune", "tune_entries",
+           "set_pattern_cache", "forget_patterns"]

@@ -401,9 +401,35 @@ static PyObject *Context_tune_entries(ContextObject *self, void *Py_UNUSED(closu
     return PyLong_FromLong(bsk_tune_entries(self->ctx));
 }
 
+/* The pattern cache of this context (bsk_set_pattern_cache / bsk_forget_patterns). */
+static PyObject *Context_set_pattern_cache(ContextObject *self, PyObject *arg)
+{
+    const int on = PyObject_IsTrue(arg);
+    if (on < 0) return NULL;
+    bsk_status s;
+    Py_BEGIN_ALLOW_THREADS /* turning it off drops the entries: waits for the work that used them */
+    s = bsk_set_pattern_cache(self->ctx, on);
+    Py_END_ALLOW_THREADS
+    if (s) return fail(s, "set_pattern_cache failed");
+    Py_RETURN_NONE;
+}
+static PyObject *Context_forget_patterns(ContextObject *self, PyObject *Py_UNUSED(ignored))
+{
+    bsk_status s;
+    Py_BEGIN_ALLOW_THREADS
+    s = bsk_forget_patterns(self->ctx);
+    Py_END_ALLOW_THREADS
+    if (s) return fail(s, "forget_patterns failed");
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef Context_methods[] = {
     {"synchronize", (PyCFunction)Context_synchronize, METH_NOARGS,
      "Wait for the work this context queued (reports asynchronous CUDA errors)."},
+    {"set_pattern_cache", (PyCFunction)Context_set_pattern_cache, METH_O,
+     "set_pattern_cache(on): keep data derived from each BSR pattern between calls (bsk_set_pattern_cache)."},
+    {"forget_patterns", (PyCFunction)Context_forget_patterns, METH_NOARGS,
+     "Drop every cached pattern entry (bsk_forget_patterns; waits for the work that used them)."},
     {"tune_load", (PyCFunction)Context_tune_load, METH_O,
      "tune_load(path): replace the autotuner's table with a tune file's (bsk_tune_load; nothing changes on error)."},
     {"tune_save", (PyCFunction)Context_tune_save, METH_O, "tune_save(path): write the autotuner's table (bsk_tune_save)."},
