@@ -358,14 +358,19 @@ static void Context_dealloc(ContextObject *self)
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-static PyObject *Context_synchronize(ContextObject *self, PyObject *Py_UNUSED(ignored))
+/* f(ctx) with the GIL released (it may wait for the device); a failure raises "<what> failed". */
+static PyObject *Context_run(ContextObject *self, bsk_status (*f)(bsk_context *), const char *what)
 {
     bsk_status s;
     Py_BEGIN_ALLOW_THREADS
-    s = bsk_synchronize(self->ctx);
+    s = f(self->ctx);
     Py_END_ALLOW_THREADS
-    if (s) return fail(s, "synchronize failed");
+    if (s) return fail(s, "%s failed", what);
     Py_RETURN_NONE;
+}
+static PyObject *Context_synchronize(ContextObject *self, PyObject *Py_UNUSED(ignored))
+{
+    return Context_run(self, bsk_synchronize, "synchronize");
 }
 
 static PyObject *Context_last_kernel(ContextObject *self, void *Py_UNUSED(closure))
@@ -415,12 +420,7 @@ static PyObject *Context_set_pattern_cache(ContextObject *self, PyObject *arg)
 }
 static PyObject *Context_forget_patterns(ContextObject *self, PyObject *Py_UNUSED(ignored))
 {
-    bsk_status s;
-    Py_BEGIN_ALLOW_THREADS
-    s = bsk_forget_patterns(self->ctx);
-    Py_END_ALLOW_THREADS
-    if (s) return fail(s, "forget_patterns failed");
-    Py_RETURN_NONE;
+    return Context_run(self, bsk_forget_patterns, "forget_patterns");
 }
 
 static PyMethodDef Context_methods[] = {

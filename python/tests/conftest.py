@@ -54,6 +54,21 @@ def check_close(out, ref, absref, k, dtype, extra=0.0):
                                   f"want {ref.flatten()[worst]} ± {bound.flatten()[worst]}")
 
 
+def replay_checked(fn, B, check, reps=3):
+    """Capture C = fn() in a CUDA graph (after a warm-up outside it), then `reps` times: new contents in B (the
+    graph's static input; seeded), C poisoned with NaN, replay, check(C). Returns C."""
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        C = fn()
+    for seed in range(reps):
+        B.copy_(nonzero_uniform(tuple(B.shape), B.dtype, B.device, torch.Generator().manual_seed(seed)))
+        C.fill_(float("nan"))
+        g.replay()
+        torch.cuda.synchronize()
+        check(C)
+    return C
+
+
 @pytest.fixture(autouse=True)
 def _seed():
     torch.manual_seed(1234)

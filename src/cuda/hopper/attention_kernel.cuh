@@ -517,7 +517,7 @@ __global__ void __launch_bounds__(384, 1)
             if (lane == 0) mbar_arrive(qempty0 + 8 * u);
             /* the previous item's O store has had this wait's time to read its buffer: hand it back */
             if (pend >= 0 && tw == 0) {
-                bulk_wait_read0();
+                bulk_wait_read<0>();
                 mbar_arrive(qempty0 + 8 * pend);
             }
             pend = -1;
@@ -654,7 +654,7 @@ __global__ void __launch_bounds__(384, 1)
             if (c == 0) named_bar_sync(1, 256);
             named_bar_sync(5, 256);
         }
-        if (tw == 0) bulk_wait_read0(); /* the last staged tile is read before shared memory goes away */
+        if (tw == 0) bulk_wait_read<0>(); /* the last staged tile is read before shared memory goes away */
     }
 }
 

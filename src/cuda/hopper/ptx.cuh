@@ -232,9 +232,8 @@ __device__ __forceinline__ void tma_store_2d_hint(const void *tmap, uint32_t src
                  : "memory");
 }
 __device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
-/* Wait until the committed bulk stores have finished reading shared memory (the buffer may be reused). */
-__device__ __forceinline__ void bulk_wait_read0() { asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory"); }
-/* ... until at most N of them are still reading (the buffers of the older ones may be reused). */
+/* Wait until at most N of the committed bulk stores are still reading shared memory (the buffers of the older
+   ones may be reused; N = 0: all of them). */
 template <int N> __device__ __forceinline__ void bulk_wait_read()
 {
     asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");

@@ -970,7 +970,7 @@ __global__ void __launch_bounds__(384, 1)
                 /* one round: stage panels Q0 .. Q0 + EPQ - 1, then one thread stores them */
                 auto round = [&](auto q0c) {
                     constexpr int Q0 = decltype(q0c)::value;
-                    if (tw == 0) bulk_wait_read0();
+                    if (tw == 0) bulk_wait_read<0>();
                     named_bar_sync(1 + c, 128);
                     if (p.ctype == BSK_F16)
                         stage_tile<BSK_F16, CF::WGN, Q0, CF::EPQ>(acc, cbuf, rl, lane, p.alpha);
