@@ -159,17 +159,31 @@ static void view(const struct bsk_tindex_entry *en, int slot, bsk_tindex *ti)
     ti->slot = slot;
 }
 
+/* An entry without data: an empty slot (its event is kept for reuse). */
+static void clear_data(struct bsk_tindex_entry *en)
+{
+    en->mem = NULL;
+    en->umem = NULL;
+    en->ubytes = 0;
+    en->urows = en->ubuilt = 0;
+    en->used = 0;
+}
+
 /* Frees an entry's data once the kernels that last used it (any stream) are done; the slot becomes empty. */
 static void evict(struct bsk_tindex_entry *en, cudaStream_t stream)
 {
     if (en->mem || en->umem) (void)cudaStreamWaitEvent(stream, en->ev, 0);
     if (en->mem) (void)cudaFreeAsync(en->mem, stream);
     if (en->umem) (void)cudaFreeAsync(en->umem, stream);
-    en->mem = NULL;
-    en->umem = NULL;
-    en->ubytes = 0;
-    en->urows = en->ubuilt = 0;
-    en->used = 0;
+    clear_data(en);
+}
+
+/* After the launches that used slot's data: their end, so a later eviction or another stream waits for them. */
+static void record_use(bsk_context *ctx, int slot)
+{
+    if (slot < 0 || !ctx->cuda) return;
+    struct bsk_tindex_entry *en = &ctx->cuda->tindex[slot];
+    if (en->ev) (void)cudaEventRecord(en->ev, (cudaStream_t)ctx->stream);
 }
 
 /* The slot of A's pattern: with the cache on, its entry if there is one (this stream then ordered after its last
@@ -229,12 +243,7 @@ bsk_status bsk_cuda_tindex_get(bsk_context *ctx, const bsk_bsr *A, bsk_tindex *t
     return BSK_SUCCESS;
 }
 
-void bsk_cuda_tindex_done(bsk_context *ctx, const bsk_tindex *ti)
-{
-    if (ti->slot < 0 || !ctx->cuda) return;
-    struct bsk_tindex_entry *en = &ctx->cuda->tindex[ti->slot];
-    if (en->ev) (void)cudaEventRecord(en->ev, (cudaStream_t)ctx->stream);
-}
+void bsk_cuda_tindex_done(bsk_context *ctx, const bsk_tindex *ti) { record_use(ctx, ti->slot); }
 
 bsk_status bsk_cuda_union_get(bsk_context *ctx, const bsk_bsr *A, int rows, size_t bytes, void **buf, int *built, int *slot)
 {
@@ -280,10 +289,8 @@ bsk_status bsk_cuda_union_get(bsk_context *ctx, const bsk_bsr *A, int rows, size
 
 void bsk_cuda_union_done(bsk_context *ctx, int slot, int filled)
 {
-    if (slot < 0 || !ctx->cuda) return;
-    struct bsk_tindex_entry *en = &ctx->cuda->tindex[slot];
-    if (filled) en->ubuilt = 1;
-    if (en->ev) (void)cudaEventRecord(en->ev, (cudaStream_t)ctx->stream);
+    if (filled && slot >= 0 && ctx->cuda) ctx->cuda->tindex[slot].ubuilt = 1;
+    record_use(ctx, slot);
 }
 
 void bsk_cuda_pattern_cache_release(struct bsk_cuda_state *st)
@@ -294,12 +301,8 @@ void bsk_cuda_pattern_cache_release(struct bsk_cuda_state *st)
         if (en->mem) (void)cudaFree(en->mem);
         if (en->umem) (void)cudaFree(en->umem);
         if (en->ev) (void)cudaEventDestroy(en->ev);
-        en->mem = NULL;
-        en->umem = NULL;
-        en->ubytes = 0;
-        en->urows = en->ubuilt = 0;
+        clear_data(en);
         en->ev = NULL;
-        en->used = 0;
     }
 }
 
