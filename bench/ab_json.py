@@ -29,7 +29,9 @@ def main():
     for ln in lines:
         m = HEAD.match(ln)
         if m:
-            cur = {"side": m.group(1), "cmd": m.group(2), "rows": []}
+            # runs of one command with and without --pattern-cache are different configurations
+            cmd = m.group(2) + (" --pattern-cache" if "--pattern-cache" in ln else "")
+            cur = {"side": m.group(1), "cmd": cmd, "rows": []}
             runs.append(cur)
             continue
         if cur is None:

@@ -190,4 +190,49 @@ void spmm_gpu_knob_same(bsk_test_ctx *t, bsk_context *ctx, const bsk_bsr *A, int
     bsk_test_dense_free(&B);
     bsk_test_dense_free(&C);
 }
+
+void spmm_gpu_cached_case(bsk_test_ctx *t, bsk_context *ctx, bsk_op op, const bsk_bsr *A, const bsk_bsr *dA, int64_t N,
+                          float alpha, const char *want, const int *prep_flag, int prep, cudaStream_t capture)
+{
+    bsk_rng *r = bsk_test_rng();
+    const int64_t rows = op == BSK_OP_T ? A->cols : A->rows, inner = op == BSK_OP_T ? A->rows : A->cols;
+    bsk_dense B = bsk_test_dense(inner, N, 0, A->dtype, r), C = bsk_test_dense_poison(rows, N, 0, A->dtype);
+    double *ref = (double *)malloc((size_t)(rows * N + 1) * sizeof(double));
+    bsk_ref_spmm(op, alpha, A, &B, 0.0, NULL, ref);
+    bsk_dense dB = B, dC = C;
+    dB.mem = dC.mem = BSK_MEM_DEVICE;
+    dB.data = spmm_dev_copy(B.data, spmm_dense_bytes(&B));
+    dC.data = spmm_dev_copy(C.data, spmm_dense_bytes(&C));
+    void *back = malloc(spmm_dense_bytes(&C) + 1);
+    REQUIRE(ref && dB.data && dC.data && back);
+    cudaGraph_t g = NULL;
+    cudaGraphExec_t ge = NULL;
+    if (capture) CHECK(cudaStreamBeginCapture(capture, cudaStreamCaptureModeThreadLocal) == cudaSuccess);
+    CHECK_STATUS(bsk_spmm(ctx, op, alpha, dA, &dB, 0.0f, &dC), BSK_SUCCESS);
+    CHECK(strcmp(bsk_last_kernel(ctx), want) == 0);
+    CHECK(*prep_flag == prep);
+    if (capture) {
+        CHECK(cudaStreamEndCapture(capture, &g) == cudaSuccess);
+        CHECK(g && cudaGraphInstantiate(&ge, g, 0) == cudaSuccess);
+    }
+    for (int rep = 0; rep < (capture ? 3 : 1); rep++) {
+        if (capture) {
+            CHECK(cudaMemcpyAsync(dC.data, C.data, spmm_dense_bytes(&C), cudaMemcpyHostToDevice, capture) == cudaSuccess);
+            CHECK(ge && cudaGraphLaunch(ge, capture) == cudaSuccess);
+        }
+        CHECK_STATUS(bsk_synchronize(ctx), BSK_SUCCESS);
+        CHECK(cudaMemcpy(back, dC.data, spmm_dense_bytes(&C), cudaMemcpyDeviceToHost) == cudaSuccess);
+        bsk_dense got = C;
+        got.data = back;
+        CHECK_REL(bsk_rel_err_dense(&got, ref), bsk_tol(A->dtype, A->dtype));
+    }
+    if (ge) cudaGraphExecDestroy(ge);
+    if (g) cudaGraphDestroy(g);
+    free(back);
+    free(ref);
+    cudaFree(dB.data);
+    cudaFree(dC.data);
+    bsk_test_dense_free(&B);
+    bsk_test_dense_free(&C);
+}
 #endif

@@ -693,6 +693,102 @@ BSK_TEST(gpu_hopper_spmm_op_t)
     bsk_destroy(ctx);
 }
 
+/* One pattern-cached call (spmm_gpu_util.h) on the b64 / b128 path: that kernel ran, and its prep as expected. */
+static void cached_case(bsk_test_ctx *t, bsk_context *ctx, bsk_op op, const bsk_bsr *A, const bsk_bsr *dA, int64_t N,
+                        int prep, cudaStream_t capture)
+{
+    const int b = A->block_rows;
+    const char *want = op == BSK_OP_T ? (b == 128 ? "hopper-wgmma-b128t" : "hopper-wgmma-b64pt")
+                                      : (b == 128 ? "hopper-wgmma-b128" : "hopper-wgmma-b64p");
+    const float alpha = 0.5f + (float)bsk_rng_uniform(bsk_test_rng());
+    spmm_gpu_cached_case(t, ctx, op, A, dA, N, alpha, want, &bsk__hopper_tune.out_prep, prep, capture);
+}
+
+/* The pattern cache on the b64 / b128 path: the first call on a device pattern (per op and N-tile count) runs the
+   prep kernel into the cache; later calls launch the main kernel alone — the queues left at zero by the previous
+   launch's last CTA, the long-row split's counters by each row's last part — each against the reference: grids of
+   2-5 CTAs (every CTA takes tickets: a queue not reset would skip items), N changing within the same tile count, a
+   second pattern in between, op N and op T of one pattern in turn (both lists stay cached), a pattern that the
+   few-blocks-per-CTA rule splits (a full row among short ones) called three times, a call captured in a CUDA graph
+   (prep kernel inside, replayed three times), and bsk_forget_patterns. */
+BSK_TEST(gpu_hopper_spmm_pattern_cache)
+{
+    bsk_context *ctx = NULL;
+    const char *why = hopper_skip_reason(&ctx);
+    if (why) SKIP(why);
+    struct bsk_hopper_tune_s saved = bsk__hopper_tune;
+    REQUIRE_OK(bsk_set_pattern_cache(ctx, 1));
+    cudaStream_t st = NULL;
+    REQUIRE(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking) == cudaSuccess);
+    bsk_rng *r = bsk_test_rng();
+    for (int b = 128; b >= 64; b /= 2) {
+        bsk_bsr A[3], dA[3];
+        for (int q = 0; q < 2; q++)
+            A[q] = spmm_random_bsr((int64_t)b * bsk_rng_int(r, 12, 20) + 5, (int64_t)b * bsk_rng_int(r, 6, 10) + 3, b,
+                                   0.2 + 0.3 * q, q ? BSK_PATTERN_SKEWED : BSK_PATTERN_UNIFORM, BSK_F16);
+        /* 20 block rows of ~2 blocks and one full row of 16: few blocks per CTA, one row far longer */
+        {
+            const int64_t mb = 20, nb = 16;
+            uint8_t *mask = (uint8_t *)calloc((size_t)(mb * nb), 1);
+            for (int64_t i = 0; i < mb; i++)
+                for (int64_t j = 0; j < nb; j++) mask[i * nb + j] = i == 3 || bsk_rng_uniform(r) < 0.12;
+            bsk_dense D = bsk_test_dense(mb * b - 7, nb * b, 0, BSK_F16, r);
+            REQUIRE_OK(bsk_bsr_from_mask(&D, b, b, mask, &A[2]));
+            bsk_test_dense_free(&D);
+            free(mask);
+        }
+        for (int q = 0; q < 3; q++) REQUIRE_OK(bsk_bsr_clone(&A[q], BSK_MEM_DEVICE, &dA[q]));
+        for (int opi = 0; opi < 2; opi++) {
+            const bsk_op op = opi ? BSK_OP_T : BSK_OP_N;
+            /* N 264 and 392: two N tiles of 256 (b128 / paired b64), the same cached list; 136: one tile, another */
+            const int64_t Ns[8] = {264, 392, 264, 392, 392, 136, 136, 264};
+            const int which[8] = {0, 0, 1, 1, 0, 0, 0, 0}, prep[8] = {1, 0, 1, 0, 0, 1, 0, 0};
+            const int ctas[8] = {0, 3, 0, 5, 2, 0, 4, 2};
+            bsk__hopper_tune.split = -1; /* the split length (part of the list's key) would follow the grid size */
+            for (int i = 0; i < 8; i++) {
+                bsk__hopper_tune.max_ctas = ctas[i];
+                cached_case(t, ctx, op, &A[which[i]], &dA[which[i]], Ns[i], prep[i], NULL);
+            }
+            bsk__hopper_tune.max_ctas = 0;
+            bsk__hopper_tune.split = 0;
+        }
+        /* op N and op T of pattern 0 with two N tiles both stayed cached (the entry keeps three lists: the op-N one
+           of one tile went out first) */
+        bsk__hopper_tune.split = -1;
+        cached_case(t, ctx, BSK_OP_N, &A[0], &dA[0], 264, 0, NULL);
+        cached_case(t, ctx, BSK_OP_T, &A[0], &dA[0], 264, 0, NULL);
+        bsk__hopper_tune.split = 0;
+        /* the few-blocks split (b128 only: paired b64 has no split): three calls on the cached list, the row's parts
+           combined through counters its last part zeroes */
+        for (int rep = 0; rep < 3; rep++) {
+            cached_case(t, ctx, BSK_OP_N, &A[2], &dA[2], 1032, rep == 0, NULL);
+            if (b == 128 && bsk__hopper_tune.out_split_len <= 0) {
+                t->failed++;
+                fprintf(stderr, "  few-blocks split: L %d, want > 0\n", bsk__hopper_tune.out_split_len);
+            }
+        }
+        /* the workspace grows outside the capture (an allocation inside one would belong to the graph) */
+        REQUIRE_OK(bsk_set_pattern_cache(ctx, 0));
+        cached_case(t, ctx, BSK_OP_N, &A[2], &dA[2], 1032, 1, NULL);
+        REQUIRE_OK(bsk_set_pattern_cache(ctx, 1));
+        REQUIRE_OK(bsk_set_stream(ctx, st));
+        cached_case(t, ctx, BSK_OP_N, &A[2], &dA[2], 1032, 1, st); /* captured with its prep kernel, replayed */
+        REQUIRE_OK(bsk_set_stream(ctx, NULL));
+        cached_case(t, ctx, BSK_OP_N, &A[2], &dA[2], 1032, 1, NULL); /* nothing was cached inside the capture */
+        cached_case(t, ctx, BSK_OP_N, &A[2], &dA[2], 1032, 0, NULL);
+        REQUIRE_OK(bsk_forget_patterns(ctx));
+        cached_case(t, ctx, BSK_OP_N, &A[2], &dA[2], 1032, 1, NULL);
+        REQUIRE_OK(bsk_forget_patterns(ctx)); /* before the patterns' memory is freed (and perhaps reused) */
+        for (int q = 0; q < 3; q++) {
+            bsk_bsr_free(&dA[q]);
+            bsk_bsr_free(&A[q]);
+        }
+    }
+    bsk__hopper_tune = saved;
+    cudaStreamDestroy(st);
+    bsk_destroy(ctx);
+}
+
 #else /* built without CUDA: the tests exist and skip */
 BSK_TEST(gpu_hopper_spmm_dtypes_blocks) { SKIP("built without CUDA"); }
 BSK_TEST(gpu_hopper_spmm_op_t) { SKIP("built without CUDA"); }
@@ -701,4 +797,5 @@ BSK_TEST(gpu_hopper_spmm_long_rows_prefetch) { SKIP("built without CUDA"); }
 BSK_TEST(gpu_hopper_spmm_split) { SKIP("built without CUDA"); }
 BSK_TEST(gpu_hopper_spmm_partition_queues) { SKIP("built without CUDA"); }
 BSK_TEST(gpu_hopper_l2_partition_map) { SKIP("built without CUDA"); }
+BSK_TEST(gpu_hopper_spmm_pattern_cache) { SKIP("built without CUDA"); }
 #endif

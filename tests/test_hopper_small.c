@@ -284,52 +284,12 @@ BSK_TEST(gpu_hopper_small_tma_store)
     bsk__hopper_small_tune = small_saved;
 }
 
-/* One call on a device pattern dA (host copy A) with the pattern cache on: fresh random B (K x N), C poisoned, beta 0,
-   checked against the float64 reference; prep: whether the launcher must have run the prep kernels (1: first use of
-   the pattern, or a capture) or taken the cached lists (0). With `capture` (a stream) the call is captured there
-   and the graph replayed three times, C poisoned again on that stream before each replay, each replay checked. */
+/* One cached-pattern call (spmm_gpu_util.h) on the small-block path: that kernel ran, and its prep as expected. */
 static void cached_case(bsk_test_ctx *t, bsk_context *ctx, const bsk_bsr *A, const bsk_bsr *dA, int64_t N, float alpha,
                         int prep, cudaStream_t capture)
 {
-    bsk_rng *r = bsk_test_rng();
-    bsk_dense B = bsk_test_dense(A->cols, N, 0, A->dtype, r), C = bsk_test_dense_poison(A->rows, N, 0, A->dtype);
-    double *ref = (double *)malloc((size_t)(A->rows * N + 1) * sizeof(double));
-    bsk_ref_spmm(BSK_OP_N, alpha, A, &B, 0.0, NULL, ref);
-    bsk_dense dB = B, dC = C;
-    dB.mem = dC.mem = BSK_MEM_DEVICE;
-    dB.data = spmm_dev_copy(B.data, spmm_dense_bytes(&B));
-    dC.data = spmm_dev_copy(C.data, spmm_dense_bytes(&C));
-    void *back = malloc(spmm_dense_bytes(&C) + 1);
-    REQUIRE(ref && dB.data && dC.data && back);
-    cudaGraph_t g = NULL;
-    cudaGraphExec_t ge = NULL;
-    if (capture) CHECK(cudaStreamBeginCapture(capture, cudaStreamCaptureModeThreadLocal) == cudaSuccess);
-    CHECK_STATUS(bsk_spmm(ctx, BSK_OP_N, alpha, dA, &dB, 0.0f, &dC), BSK_SUCCESS);
-    CHECK(strcmp(bsk_last_kernel(ctx), small_name(A->block_rows)) == 0);
-    CHECK(bsk__hopper_small_tune.out_prep == prep);
-    if (capture) {
-        CHECK(cudaStreamEndCapture(capture, &g) == cudaSuccess);
-        CHECK(g && cudaGraphInstantiate(&ge, g, 0) == cudaSuccess);
-    }
-    for (int rep = 0; rep < (capture ? 3 : 1); rep++) {
-        if (capture) {
-            CHECK(cudaMemcpyAsync(dC.data, C.data, spmm_dense_bytes(&C), cudaMemcpyHostToDevice, capture) == cudaSuccess);
-            CHECK(ge && cudaGraphLaunch(ge, capture) == cudaSuccess);
-        }
-        CHECK_STATUS(bsk_synchronize(ctx), BSK_SUCCESS);
-        CHECK(cudaMemcpy(back, dC.data, spmm_dense_bytes(&C), cudaMemcpyDeviceToHost) == cudaSuccess);
-        bsk_dense got = C;
-        got.data = back;
-        CHECK_REL(bsk_rel_err_dense(&got, ref), bsk_tol(A->dtype, A->dtype));
-    }
-    if (ge) cudaGraphExecDestroy(ge);
-    if (g) cudaGraphDestroy(g);
-    free(back);
-    free(ref);
-    cudaFree(dB.data);
-    cudaFree(dC.data);
-    bsk_test_dense_free(&B);
-    bsk_test_dense_free(&C);
+    spmm_gpu_cached_case(t, ctx, BSK_OP_N, A, dA, N, alpha, small_name(A->block_rows), &bsk__hopper_small_tune.out_prep,
+                         prep, capture);
 }
 
 /* The pattern cache (bsk_set_pattern_cache) on the small-block path: the first call on a device pattern runs the

@@ -16,19 +16,27 @@ static inline bsk_status bsk_cuda_status(cudaError_t e)
 /* After a launch: the launch's own error (not a sticky earlier one we can't attribute). */
 #define BSK_CUDA_LAUNCH_CHECK() bsk_cuda_status(cudaGetLastError())
 
-/* One cached BSR pattern's derived data (src/cuda/pattern_cache.cu): the transpose index and the small-block
-   SpMM's row-group union lists, each built when first asked for. Keyed by the pattern's device pointers and
-   sizes: a pattern rewritten in place, or freed and re-allocated at the same addresses with the same sizes, is
-   not noticed. */
+/* One cached BSR pattern's derived data (src/cuda/pattern_cache.cu): the transpose index, and up to
+   BSK_DERIVED_SLOTS launcher buffers (a kernel family's work lists for this pattern, e.g. the small-block SpMM's
+   row-group unions, the b64 / b128 SpMM's sorted units for op N and for op T), each built when first asked for.
+   Keyed by the pattern's device pointers and sizes: a pattern rewritten in place, or freed and re-allocated at
+   the same addresses with the same sizes, is not noticed. */
 #define BSK_TINDEX_SLOTS 8
+#define BSK_DERIVED_SLOTS 3
+#define BSK_DERIVED_KEY 4
+struct bsk_derived {
+    void *mem;                     /* the launcher's buffer (its layout), or NULL                         */
+    size_t bytes;
+    int64_t key[BSK_DERIVED_KEY];  /* the launcher's key: its kind and every input of its prep kernels
+                                      other than the pattern                                               */
+    int built;                     /* filled: its prep kernels are enqueued                                */
+    uint64_t used;                 /* LRU stamp inside the entry                                          */
+};
 struct bsk_tindex_entry {
     const void *row_ptr, *col_idx; /* key */
     int64_t mb, nb, nnzb;          /* key */
     int32_t *mem;                  /* transpose index: t_ptr[nb+1] | cursor[nb+1] | t_row[nnzb] | t_blk[nnzb], or NULL */
-    void *umem;                    /* small-block union lists for groups of urows block rows (the launcher's
-                                      workspace layout), or NULL; filled (ubuilt) once its prep kernels are enqueued */
-    size_t ubytes;
-    int urows, ubuilt;
+    struct bsk_derived d[BSK_DERIVED_SLOTS];
     cudaEvent_t ev;                /* recorded after the build and after each use: orders reuse/free across streams */
     uint64_t used;                 /* LRU stamp; 0 = empty slot */
 };
@@ -81,15 +89,18 @@ bsk_status bsk_cuda_tindex_get(bsk_context *ctx, const bsk_bsr *A, bsk_tindex *t
 void bsk_cuda_tindex_done(bsk_context *ctx, const bsk_tindex *ti);
 /* Frees every cached index (called by bsk_cuda_release). */
 void bsk_cuda_pattern_cache_release(struct bsk_cuda_state *st);
-/* With the pattern cache on (ctx->pattern_cache): the cached buffer of `bytes` for the small-block SpMM's union
-   lists of A's pattern in groups of `rows` block rows (*built = 1: filled by an earlier call, this stream ordered
-   after that call), or one to fill (*built = 0). After its launches the caller calls bsk_cuda_union_done(ctx,
+/* With the pattern cache on (ctx->pattern_cache): a launcher's cached buffer of at least `bytes` for A's pattern
+   under `key` (BSK_DERIVED_KEY integers: the launcher's kind first, then whatever else its lists depend on).
+   *built = 1: filled by an earlier call, this stream ordered after that call; *built = 0: one to fill (a new
+   buffer, or the same key's buffer grown). After its launches the caller calls bsk_cuda_derived_done(ctx,
    *slot, filled): filled = 1 once the kernels that fill it are enqueued (until then a later call refills it).
-   Inside a stream capture *buf stays NULL (the caller uses its workspace and captures the prep kernels). Not
-   called with the cache off (the lists then live in the workspace, rebuilt every call). One grouping per entry: the
-   same index arrays used at b32 and b16 in turn rebuild each time. */
-bsk_status bsk_cuda_union_get(bsk_context *ctx, const bsk_bsr *A, int rows, size_t bytes, void **buf, int *built, int *slot);
-void bsk_cuda_union_done(bsk_context *ctx, int slot, int filled);
+   Inside a stream capture *buf stays NULL (the caller uses its workspace and captures its prep kernels: a graph
+   never holds a cache buffer that a later eviction could free). Not called with the cache off (the lists then
+   live in the workspace, rebuilt every call). An entry keeps BSK_DERIVED_SLOTS keys (least recently used out):
+   a training step's op N and op T lists of one pattern both stay. */
+bsk_status bsk_cuda_derived_get(bsk_context *ctx, const bsk_bsr *A, const int64_t key[BSK_DERIVED_KEY], size_t bytes,
+                                void **buf, int *built, int *slot);
+void bsk_cuda_derived_done(bsk_context *ctx, int slot, int filled);
 /* Exclusive prefix sum of counts[0..n) into ptr[0..n] (ptr[n] = the total) on `stream` by the one-CTA scan
    the transpose index uses; counts[c] becomes ptr[c] too. Also builds the attention backward's transposed
    layout (src/cuda/attention/attention_bwd.cu). */

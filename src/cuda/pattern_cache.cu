@@ -1,7 +1,8 @@
 /* pattern_cache.cu — data derived from a device BSR pattern, kept in a small per-context LRU keyed by the
    pattern: the transpose index (for each block column, its blocks in block-row order), built here on the GPU
-   without host synchronisation, and the small-block SpMM's row-group union lists (a buffer handed to its launcher,
-   which fills it with its prep kernels on first use: spmm_small_hopper.cu).
+   without host synchronisation, and launchers' derived buffers (a kernel family's work lists for the pattern, in
+   the launcher's own layout, which it fills with its prep kernels on first use: the small-block SpMM's row-group
+   unions in spmm_small_hopper.cu, the b64 / b128 SpMM's sorted units in spmm_hopper.cu).
 
    Build, all on ctx->stream:
      1. count:   cursor[c] = number of blocks p with col_idx[p] == c (blocks with a column outside [0, nb) are
@@ -163,18 +164,31 @@ static void view(const struct bsk_tindex_entry *en, int slot, bsk_tindex *ti)
 static void clear_data(struct bsk_tindex_entry *en)
 {
     en->mem = NULL;
-    en->umem = NULL;
-    en->ubytes = 0;
-    en->urows = en->ubuilt = 0;
+    for (int k = 0; k < BSK_DERIVED_SLOTS; k++) {
+        struct bsk_derived *d = &en->d[k];
+        d->mem = NULL;
+        d->bytes = 0;
+        d->built = 0;
+        d->used = 0;
+    }
     en->used = 0;
+}
+
+/* Whether the entry holds any data (an entry with none may be reused as empty). */
+static int has_data(const struct bsk_tindex_entry *en)
+{
+    int any = en->mem != NULL;
+    for (int k = 0; k < BSK_DERIVED_SLOTS; k++) any |= en->d[k].mem != NULL;
+    return any;
 }
 
 /* Frees an entry's data once the kernels that last used it (any stream) are done; the slot becomes empty. */
 static void evict(struct bsk_tindex_entry *en, cudaStream_t stream)
 {
-    if (en->mem || en->umem) (void)cudaStreamWaitEvent(stream, en->ev, 0);
+    if (has_data(en)) (void)cudaStreamWaitEvent(stream, en->ev, 0);
     if (en->mem) (void)cudaFreeAsync(en->mem, stream);
-    if (en->umem) (void)cudaFreeAsync(en->umem, stream);
+    for (int k = 0; k < BSK_DERIVED_SLOTS; k++)
+        if (en->d[k].mem) (void)cudaFreeAsync(en->d[k].mem, stream);
     clear_data(en);
 }
 
@@ -236,7 +250,7 @@ bsk_status bsk_cuda_tindex_get(bsk_context *ctx, const bsk_bsr *A, bsk_tindex *t
     if (s) return s;
     struct bsk_tindex_entry *en = &st->tindex[slot];
     if (!en->mem && (s = build(ctx, st, en, A, bsk_bsr_mb(A), bsk_bsr_nb(A)))) {
-        if (!en->umem) en->used = 0; /* nothing cached: the slot stays free */
+        if (!has_data(en)) en->used = 0; /* nothing cached: the slot stays free */
         return s;
     }
     view(en, slot, ti);
@@ -245,7 +259,8 @@ bsk_status bsk_cuda_tindex_get(bsk_context *ctx, const bsk_bsr *A, bsk_tindex *t
 
 void bsk_cuda_tindex_done(bsk_context *ctx, const bsk_tindex *ti) { record_use(ctx, ti->slot); }
 
-bsk_status bsk_cuda_union_get(bsk_context *ctx, const bsk_bsr *A, int rows, size_t bytes, void **buf, int *built, int *slot)
+bsk_status bsk_cuda_derived_get(bsk_context *ctx, const bsk_bsr *A, const int64_t key[BSK_DERIVED_KEY], size_t bytes,
+                                void **buf, int *built, int *slot)
 {
     *buf = NULL;
     *built = 0;
@@ -254,7 +269,7 @@ bsk_status bsk_cuda_union_get(bsk_context *ctx, const bsk_bsr *A, int rows, size
     if (!st) return BSK_ERR_OUT_OF_MEMORY;
     cudaStream_t stream = (cudaStream_t)ctx->stream;
     /* Inside a capture (or when that cannot be told) the cache is not used: *buf stays NULL and the launcher builds
-       the lists in its workspace, the prep kernels captured with the rest — a graph never holds a cache buffer that
+       its lists in its workspace, the prep kernels captured with the rest — a graph never holds a cache buffer that
        a later eviction could free, nor waits on an event recorded outside it. */
     cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
     if (cudaStreamIsCapturing(stream, &cap) != cudaSuccess) {
@@ -266,31 +281,44 @@ bsk_status bsk_cuda_union_get(bsk_context *ctx, const bsk_bsr *A, int rows, size
     bsk_status s = entry_of(ctx, st, A, &i);
     if (s) return s;
     struct bsk_tindex_entry *en = &st->tindex[i];
-    if (en->umem && en->urows == rows && en->ubytes >= bytes) {
-        *built = en->ubuilt;
+    /* the key's buffer, else an empty one, else the least recently used (entry_of ordered this stream after the
+       entry's last use, so it may be freed or refilled now) */
+    int k = -1;
+    for (int j = 0; j < BSK_DERIVED_SLOTS && k < 0; j++) {
+        int same = en->d[j].mem != NULL;
+        for (int q = 0; q < BSK_DERIVED_KEY && same; q++) same = en->d[j].key[q] == key[q];
+        if (same) k = j;
+    }
+    int victim = 0;
+    for (int j = 1; j < BSK_DERIVED_SLOTS && en->d[victim].mem; j++)
+        if (!en->d[j].mem || en->d[j].used < en->d[victim].used) victim = j;
+    struct bsk_derived *d = &en->d[k >= 0 ? k : victim];
+    if (k >= 0 && d->bytes >= bytes) {
+        *built = d->built;
     } else {
-        if (en->umem) { /* another grouping: entry_of ordered this stream after its last use */
-            (void)cudaFreeAsync(en->umem, stream);
-            en->umem = NULL;
-        }
-        if ((s = bsk_cuda_status(cudaMallocAsync(&en->umem, bytes, stream)))) {
-            en->umem = NULL;
-            if (!en->mem) en->used = 0;
+        if (d->mem) (void)cudaFreeAsync(d->mem, stream);
+        d->mem = NULL;
+        d->bytes = 0;
+        d->built = 0;
+        if ((s = bsk_cuda_status(cudaMallocAsync(&d->mem, bytes, stream)))) {
+            d->mem = NULL;
+            if (!has_data(en)) en->used = 0;
             return s;
         }
-        en->ubytes = bytes;
-        en->urows = rows;
-        en->ubuilt = 0;
+        d->bytes = bytes;
+        for (int q = 0; q < BSK_DERIVED_KEY; q++) d->key[q] = key[q];
     }
-    *buf = en->umem;
-    *slot = i;
+    d->used = st->tindex_clock;
+    *buf = d->mem;
+    *slot = i * BSK_DERIVED_SLOTS + (int)(d - en->d);
     return BSK_SUCCESS;
 }
 
-void bsk_cuda_union_done(bsk_context *ctx, int slot, int filled)
+void bsk_cuda_derived_done(bsk_context *ctx, int slot, int filled)
 {
-    if (filled && slot >= 0 && ctx->cuda) ctx->cuda->tindex[slot].ubuilt = 1;
-    record_use(ctx, slot);
+    if (slot < 0 || !ctx->cuda) return;
+    if (filled) ctx->cuda->tindex[slot / BSK_DERIVED_SLOTS].d[slot % BSK_DERIVED_SLOTS].built = 1;
+    record_use(ctx, slot / BSK_DERIVED_SLOTS);
 }
 
 void bsk_cuda_pattern_cache_release(struct bsk_cuda_state *st)
@@ -299,7 +327,8 @@ void bsk_cuda_pattern_cache_release(struct bsk_cuda_state *st)
         struct bsk_tindex_entry *en = &st->tindex[i];
         if (en->ev) (void)cudaEventSynchronize(en->ev);
         if (en->mem) (void)cudaFree(en->mem);
-        if (en->umem) (void)cudaFree(en->umem);
+        for (int k = 0; k < BSK_DERIVED_SLOTS; k++)
+            if (en->d[k].mem) (void)cudaFree(en->d[k].mem);
         if (en->ev) (void)cudaEventDestroy(en->ev);
         clear_data(en);
         en->ev = NULL;

@@ -31,6 +31,17 @@ static const int RING4_DEFAULT = 1; /* session 4: b128 +4–7.5 %, paired b64 +2
 static const int SPLIT_DEFAULT = 1;
 static const int SPLIT_MB_DEFAULT = 128;
 static const int SPLIT_MIN_LEN = 16;
+/* ... and where the grid has few blocks per CTA (session 17): the mean work per CTA is w = nnzb x N tiles / grid
+   blocks, and a row much longer than w would alone outlast every other CTA (2048^3 skewed patterns: the longest
+   row holds all 16 block columns, w = 2). Then L = max(SPLIT_FEW_MIN, 2w): rows of >= 2L blocks split into parts
+   of L .. 2L - 1, only where a row can be that long (2L <= the block columns); at 8192^3 and the MoE shape
+   w >= 99, so nothing there changes. */
+#ifndef BSK_SPLIT_FEW_OFF
+static const int SPLIT_FEW_DEFAULT = 1;
+#else
+static const int SPLIT_FEW_DEFAULT = 0;
+#endif
+static const int SPLIT_FEW_MIN = 4;
 /* L2-partition row groups for op N on rows that are not skewed (tune.part_mode 4 asks for them). Off by default:
    session 9 measured b128 uniform d 0.1 / 0.25 / 0.5 +2.7 / +0.8 / +0.5 % in one run and +1.6 / -1.2 / -0.6 %
    (bf16 d 0.25 -1.2 %) in the next, on another H100 (docs/hopper-spmm-notes.md): below the adoption rule. */
@@ -139,9 +150,9 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, cons
     if (bsk__hopper_tune.max_ctas > 0 && bsk__hopper_tune.max_ctas < grid) grid = bsk__hopper_tune.max_ctas;
 
     /* Long-row split: the part length L (rows of >= 2L blocks are split; 0: none). tune.split: 0 default,
-       -1 off, -2 the automatic rule, > 0 that L. Automatic (the default): only when the items of whole rows
-       (units x N tiles) fill at most half the grid; then L = the average row length over the parts per row that
-       would fill the grid, at least SPLIT_MIN_LEN. The slots (one fp32 tile per part and N tile) are bounded on
+       -1 off, -2 the automatic rule, > 0 that L. Automatic (the default): when the items of whole rows
+       (units x N tiles) fill at most half the grid, L = the average row length over the parts per row that
+       would fill the grid, at least SPLIT_MIN_LEN; otherwise the few-blocks-per-CTA rule above. The slots (one fp32 tile per part and N tile) are bounded on
        the host by nnzb / L parts and the workspace budget; the prep kernel doubles L if the pattern's parts do
        not fit. */
     int64_t L = 0, parts_cap = 0;
@@ -152,6 +163,10 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, cons
             const int64_t avg = (A->nnzb + mu - 1) / mu, want = (grid + mu * nt - 1) / (mu * nt);
             L = (avg + want - 1) / want;
             if (L < SPLIT_MIN_LEN) L = SPLIT_MIN_LEN;
+        } else if ((ts == -2 || ts == 0) && SPLIT_DEFAULT && SPLIT_FEW_DEFAULT) {
+            const int64_t w = (A->nnzb * nt + grid - 1) / grid;
+            L = 2 * w > SPLIT_FEW_MIN ? 2 * w : SPLIT_FEW_MIN;
+            if (2 * L > nb) L = 0;
         }
         if (L > 0) {
             const int64_t mb_ = bsk__hopper_tune.split_mb > 0 ? bsk__hopper_tune.split_mb : SPLIT_MB_DEFAULT;
@@ -165,24 +180,45 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, cons
     bsk__hopper_tune.out_split_len = (int)L;
     /* units after the split: each part beyond a row's first is >= L of its blocks */
     const int64_t units_cap = mu + (L > 0 ? A->nnzb / L : 0);
-    if (units_cap * nt + 4096 >= INT32_MAX) return BSK_ERR_UNSUPPORTED;
-    size_t off_ctr = 256 + (size_t)units_cap * (sizeof(int4) + sizeof(int2));
-    off_ctr = (off_ctr + 255) & ~(size_t)255;
-    size_t off_slots = off_ctr + (size_t)parts_cap * nt * 2 * sizeof(int);
-    off_slots = (off_slots + 255) & ~(size_t)255;
-    const size_t ws_bytes = off_slots + (size_t)parts_cap * nt * 2 * CF::SPLIT_F4 * 16;
-    void *ws = NULL;
-    if ((s = bsk_cuda_workspace(ctx, ws_bytes, &ws))) return s;
-    unsigned *counter = (unsigned *)ws;
-    int4 *sorted = (int4 *)((char *)ws + 256);
-    int2 *bandinfo = (int2 *)(sorted + units_cap);
-
+    if (units_cap * nt + 4096 >= INT32_MAX) {
+        if (CF::TRANS) bsk_cuda_tindex_done(ctx, &ti);
+        return BSK_ERR_UNSUPPORTED;
+    }
     /* Units per band: the A blocks of a band should stay in L2 while the band's N tiles go by. */
     const int64_t band_budget = (int64_t)(bsk__hopper_tune.band_mb > 0 ? bsk__hopper_tune.band_mb : 16) << 20;
     const int64_t unit_bytes = (A->nnzb / (mu ? mu : 1) + 1) * (int64_t)CF::BM * CF::BM * 2;
     int64_t band = band_budget / unit_bytes;
     if (band < 1) band = 1;
     if (band > mu) band = mu;
+    const int cls = bsk__hopper_tune.classes == 1 ? 0 : bsk__hopper_tune.classes == 2 ? 2 : 1;
+
+    /* The work list: counter (256 bytes) | sorted[units_cap] | bandinfo[units_cap] | split_ctr, then the split's
+       fp32 partial tiles (scratch). With the pattern cache on, the list lives in the pattern's cache entry under a
+       key of every other input of the prep kernel, filled by it on first use only: the main kernel leaves the
+       queues and split counters at zero when it ends, so a later call launches the main kernel alone (the prep
+       was 3.5 of 15.5 us at 2048^3 b128 d 0.1, H200); the partials stay in the workspace. */
+    size_t off_ctr = 256 + (size_t)units_cap * (sizeof(int4) + sizeof(int2));
+    off_ctr = (off_ctr + 255) & ~(size_t)255;
+    size_t off_slots = off_ctr + (size_t)parts_cap * nt * 2 * sizeof(int);
+    off_slots = (off_slots + 255) & ~(size_t)255;
+    const size_t slot_bytes = (size_t)parts_cap * nt * 2 * CF::SPLIT_F4 * 16;
+    void *ws = NULL, *lists = NULL;
+    int built = 0, lslot = -1;
+    const int64_t lkey[BSK_DERIVED_KEY] = {2 /* kind: b64 / b128 units */ | (CF::TRANS ? 16 : 0) | (CF::PAIR ? 32 : 0) | (cls << 6),
+                                           band, L | (int64_t)parts_cap << 32, nt};
+    if (ctx->pattern_cache && (s = bsk_cuda_derived_get(ctx, A, lkey, off_slots, &lists, &built, &lslot))) {
+        if (CF::TRANS) bsk_cuda_tindex_done(ctx, &ti);
+        return s;
+    }
+    if ((s = bsk_cuda_workspace(ctx, lists ? (slot_bytes ? slot_bytes : 256) : off_slots + slot_bytes, &ws))) {
+        bsk_cuda_derived_done(ctx, lslot, 0);
+        if (CF::TRANS) bsk_cuda_tindex_done(ctx, &ti);
+        return s;
+    }
+    char *lb = lists ? (char *)lists : (char *)ws;
+    unsigned *counter = (unsigned *)lb;
+    int4 *sorted = (int4 *)(lb + 256);
+    int2 *bandinfo = (int2 *)(sorted + units_cap);
 
     SpmmParams p;
     p.sorted = sorted;
@@ -203,8 +239,8 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, cons
        sessions 1-5) */
     p.tg = bsk__hopper_tune.tgroup > 0 && bsk__hopper_tune.tgroup < nt ? bsk__hopper_tune.tgroup : (int)nt;
     p.total_items = (unsigned)(mu * nt);
-    p.split_ctr = (int *)((char *)ws + off_ctr);
-    p.split_ws = (float4 *)((char *)ws + off_slots);
+    p.split_ctr = (int *)(lb + off_ctr);
+    p.split_ws = (float4 *)(lists ? (char *)ws : (char *)ws + off_slots);
     p.pf = pf;
     p.cl_acq = bsk__hopper_tune.cl_acq ? 1 : 0;
     /* tune.l2hint: 1 A evict_last + C evict_first (session 6), 2 C evict_first only (session 7: within 1 % of
@@ -236,14 +272,19 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, cons
     grid = grid / CF::CLUSTER * CF::CLUSTER;
     if (grid < CF::CLUSTER) grid = CF::CLUSTER;
 
-    const int cls = bsk__hopper_tune.classes == 1 ? 0 : bsk__hopper_tune.classes == 2 ? 2 : 1;
-    spmm_prep_kernel<<<1, 1024, 0, stream>>>(units_ptr, (int)mb, (int)A->nnzb, CF::PAIR ? 1 : 0, (int)band, cls,
-                                             (int)L, (int)parts_cap, (int)nt, sorted, bandinfo, counter,
-                                             p.split_ctr);
-    if ((s = BSK_CUDA_LAUNCH_CHECK())) return s;
-
-    s = bsk_hopper_launch(spmm_kernel<CF, DT>, grid, CF::THREADS, CF::SMEM, stream, !bsk__hopper_tune.no_pdl,
-                          CF::CLUSTER, tmA, tmB, tmC, tmPA, tmPB, p);
+    int filled = built;
+    if (!built) {
+        spmm_prep_kernel<<<1, 1024, 0, stream>>>(units_ptr, (int)mb, (int)A->nnzb, CF::PAIR ? 1 : 0, (int)band, cls,
+                                                 (int)L, (int)parts_cap, (int)nt, sorted, bandinfo, counter,
+                                                 p.split_ctr);
+        s = BSK_CUDA_LAUNCH_CHECK();
+        filled = !s;
+    }
+    if (!s)
+        s = bsk_hopper_launch(spmm_kernel<CF, DT>, grid, CF::THREADS, CF::SMEM, stream, !bsk__hopper_tune.no_pdl,
+                              CF::CLUSTER, tmA, tmB, tmC, tmPA, tmPB, p);
+    bsk__hopper_tune.out_prep = !built;
+    bsk_cuda_derived_done(ctx, lslot, filled);
     if (CF::TRANS) bsk_cuda_tindex_done(ctx, &ti);
     if (s) return s;
     ctx->last_kernel = name;

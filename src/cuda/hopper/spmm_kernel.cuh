@@ -51,7 +51,8 @@ struct SpmmParams {
                                [first, max(middle, first)), its second row (PAIR) [middle, max(end, middle))
                                (end = middle without PAIR); longest units first                          */
     const int2 *bandinfo;   /* per rank: {first rank, units} of the band holding that rank            */
-    unsigned *counter;      /* work-queue head, zeroed by the prep kernel                           */
+    unsigned *counter;      /* [0] work-queue head, [1] items, [2..3] partition queue heads, [4] skewed,
+                               [5] short rows, [6] CTAs done: see spmm_prep_kernel                    */
     const int32_t *col_idx;
     const int32_t *blk_idx; /* TRANS (op T): the value block of each list entry (the transpose index's t_blk,
                                col_idx is then its t_row: the block row = K block); NULL for op N, where
@@ -68,7 +69,7 @@ struct SpmmParams {
     unsigned total_items;   /* units * nt before any split (the prep kernel writes the final count to
                                counter[1], which the producer reads)                               */
     int *split_ctr;         /* long-row split: per split (row, N tile) and consumer the partials stored,
-                               zeroed by the prep kernel                                          */
+                               zeroed by the prep kernel and again by the row's last part          */
     float4 *split_ws;       /* per split part, N tile and consumer: one fp32 partial (SPLIT_F4 float4) */
     int pf;                 /* L2 prefetch lead in blocks per list (0: off; at most 32)             */
     int cl_acq;             /* clusters: consumers' full-barrier waits with cluster-scope acquire   */
@@ -175,7 +176,9 @@ struct Cfg {
 /* One CTA of 1024 threads: a counting sort of the units (block rows, or pairs of adjacent block rows) by
    length (blocks, both rows together), longest first (lengths past 1023 share the top bin), writing
    {unit, start, middle, end} with row_ptr clamped to [0, nnzb]; zeroes the queue heads (counter[0], and
-   counter[2..3] of the partition queues), writes the number of items (units x nt) to counter[1] and to
+   counter[2..3] of the partition queues) and the count of CTAs done (counter[6]: the main kernel's last CTA
+   zeroes all four again, so a pattern-cached work list is reused without this kernel), writes the number of
+   items (units x nt) to counter[1] and to
    counter[4] whether the rows are skewed (longest unit >= twice the mean), to counter[5] whether they are
    short (mean < 12 blocks).
    Split (split_len L > 0, one-row units only): a row of len >= 2L blocks becomes P = min(len / L, 64) parts
@@ -216,42 +219,40 @@ __global__ void __launch_bounds__(1024, 1)
     int L = pair || parts_cap < 2 ? 0 : max(split_len, 0);
     auto nparts = [&](int len) -> int { return L > 0 && len >= 2 * L ? min(len / L, 64) : 1; };
     auto part_off = [&](int len, int P, int q) -> int { return q * (len / P) + min(q, len % P); };
-    hist[tid] = 0;
     if (tid == 0) {
-        counter[0] = counter[2] = counter[3] = 0u;
-        s_units = 0;
-        s_maxlen = 0;
+        counter[0] = counter[2] = counter[3] = counter[6] = 0u;
         s_pbase = 0;
     }
-    /* the split length: double L until the split rows' parts fit in parts_cap slots */
-    while (L > 0) {
-        if (tid == 0) s_sum = 0;
+    /* the units' length histogram (one entry per part), their count and the longest; with a split also the slots its
+       parts need — if more than parts_cap, L doubles and the pass repeats (rare: parts_cap >= nnzb / L >= the parts
+       of any valid pattern unless the workspace budget capped it; malformed row_ptr can overlap rows) */
+    for (;;) {
+        hist[tid] = 0;
+        if (tid == 0) {
+            s_units = 0;
+            s_maxlen = 0;
+            s_sum = 0;
+        }
         __syncthreads();
         int loc = 0;
         for (int i = tid; i < mu; i += 1024) {
             int rs, mid, re;
-            const int P = nparts(unit(i, rs, mid, re));
+            const int len = unit(i, rs, mid, re), P = nparts(len);
+            for (int q = 0; q < P; ++q) {
+                const int pl = P > 1 ? part_off(len, P, q + 1) - part_off(len, P, q) : len;
+                atomicAdd(&hist[1023 - min(pl, 1023)], 1);
+            }
+            atomicAdd(&s_units, P);
+            atomicMax(&s_maxlen, len);
             if (P > 1) loc += P;
         }
         if (loc) atomicAdd(&s_sum, loc);
         __syncthreads();
-        const int S = s_sum;
-        __syncthreads();
-        if (S <= parts_cap) break;
+        const bool fit = L == 0 || s_sum <= parts_cap; /* the same for every thread */
+        if (fit) break;
+        __syncthreads(); /* every thread has read s_sum before the next pass resets it */
         L = L > (1 << 29) ? 0 : 2 * L;
     }
-    __syncthreads();
-    for (int i = tid; i < mu; i += 1024) {
-        int rs, mid, re;
-        const int len = unit(i, rs, mid, re), P = nparts(len);
-        for (int q = 0; q < P; ++q) {
-            const int pl = P > 1 ? part_off(len, P, q + 1) - part_off(len, P, q) : len;
-            atomicAdd(&hist[1023 - min(pl, 1023)], 1);
-        }
-        atomicAdd(&s_units, P);
-        atomicMax(&s_maxlen, len);
-    }
-    __syncthreads();
     /* skewed rows (the longest >= twice the mean, >= 4 blocks): the main kernel's L2-partition queues pay there;
        short rows (mean < 12 blocks): C tiles come fast, the L2 hints pay there (session 8) */
     if (tid == 0) {
@@ -833,6 +834,23 @@ __global__ void __launch_bounds__(384, 1)
                 va = nva;
                 vb = nvb;
             }
+            /* this CTA has taken its last ticket (only rank 0 takes them): the last CTA to get here leaves the
+               queues at zero for the next launch, which skips the prep kernel when the work list is cached per
+               pattern (no CTA takes another ticket in this one). After the loop: nothing else is live here. */
+            if (lane == 0 && rank == 0) {
+                /* the address taken afresh from the parameter (+ the clock's bit 63, 0 for centuries: else ptxas keeps
+                   counter + 4 from the kernel's start live through the whole loop, an 8-byte spill in the paired-b64
+                   producer) */
+                unsigned *q = p.counter + ((unsigned long long)clock64() >> 63);
+                __threadfence();
+                if (atomicAdd(q + 6, 1u) == gridDim.x / CF::CLUSTER - 1) {
+                    __threadfence();
+                    atomicExch(q, 0u);
+                    atomicExch(q + 2, 0u);
+                    atomicExch(q + 3, 0u);
+                    atomicExch(q + 6, 0u);
+                }
+            }
         }
     } else {
         /* ------------------------------------------------------------ consumers */
@@ -942,6 +960,7 @@ __global__ void __launch_bounds__(384, 1)
                     if (tw == 0) {
                         while (*(volatile int *)ctr < P - 1) __nanosleep(32);
                         __threadfence();
+                        *(volatile int *)ctr = 0; /* every part has counted: zero again for the next launch */
                     }
                     named_bar_sync(1 + c, 128);
                     for (int q = 0; q < P - 1; ++q) {

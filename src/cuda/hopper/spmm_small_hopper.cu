@@ -127,7 +127,8 @@ static bsk_status launch_small(bsk_context *ctx, const struct bsk_cuda_state *st
     const size_t ws_bytes = off_ent + (size_t)A->nnzb * sizeof(int2) + 16;
     void *ws = NULL;
     int built = 0, uslot = -1;
-    if (ctx->pattern_cache && (s = bsk_cuda_union_get(ctx, A, CF::R, ws_bytes, &ws, &built, &uslot))) return s;
+    const int64_t ukey[BSK_DERIVED_KEY] = {1 /* kind: small-block unions */, CF::R, 0, 0};
+    if (ctx->pattern_cache && (s = bsk_cuda_derived_get(ctx, A, ukey, ws_bytes, &ws, &built, &uslot))) return s;
     if (!ws && (s = bsk_cuda_workspace(ctx, ws_bytes, &ws))) return s;
     unsigned *counter = (unsigned *)ws;
     int2 *ginfo = (int2 *)((char *)ws + off_ginfo);
@@ -166,7 +167,7 @@ static bsk_status launch_small(bsk_context *ctx, const struct bsk_cuda_state *st
     bsk__hopper_small_tune.out_items = (int)(G * nt);
 
     if ((s = bsk_hopper_allow_smem(small_spmm_kernel<CF, DT, CT, TS>, CF::SMEM))) {
-        bsk_cuda_union_done(ctx, uslot, 0);
+        bsk_cuda_derived_done(ctx, uslot, 0);
         return s;
     }
 
@@ -195,7 +196,7 @@ static bsk_status launch_small(bsk_context *ctx, const struct bsk_cuda_state *st
                               !bsk__hopper_small_tune.no_pdl, 1, tmA, tmB, tmC, p);
         if (!s) ctx->last_kernel = name;
     }
-    bsk_cuda_union_done(ctx, uslot, filled);
+    bsk_cuda_derived_done(ctx, uslot, filled);
     return s;
 }
 

@@ -33,6 +33,7 @@ struct bsk_hopper_tune_s {
     int out_max_grid; /* written by the launcher: the persistent grid before capping by the item count        */
     int out_split_len; /* written by the launcher: the split length L it asked the prep kernel for (0: none)  */
     int out_pf;       /* written by the launcher: the prefetch lead in blocks it used (0: off)                 */
+    int out_prep;     /* written by the launcher: 1 the prep kernel ran, 0 the work list came from the pattern cache */
     int out_part;     /* written by the launcher: partition queues allowed with 1 tile groups (skewed rows only
                          unless forced), 2 row groups forced, 3 row groups on unskewed rows (0: none)      */
     int part_mode;        /* BM = 128 L2-partition queues, once the GPU's map is known: 0 default (tile groups
