@@ -177,15 +177,16 @@ BSK_API int bsk_has_device(const bsk_context *ctx);
 BSK_API bsk_status bsk_synchronize(bsk_context *ctx);
 
 /* Pattern cache. The CUDA backend derives data from a BSR pattern (the transpose index Aᵀ·B walks; the row-group
-   column lists of the b = 16 / 32 Hopper SpMM; a few small kernels, no host synchronisation). By default it
-   rebuilds that data on every call, so a pattern may be rewritten or reallocated at will.
+   column lists of the b = 16 / 32 Hopper SpMM; the sorted work list of the b = 64 / 128 Hopper SpMM, per op and
+   number of 256-column tiles; a few small kernels, no host synchronisation). By default it rebuilds that data on
+   every call, so a pattern may be rewritten or reallocated at will.
    bsk_set_pattern_cache(ctx, 1) keeps it per context instead, keyed by the pattern's row_ptr/col_idx addresses
-   and sizes: faster for repeated calls on one pattern (a repeated b = 16 / 32 SpMM is then one kernel: at 2048^3
-   b = 32, +13 to +21 % on an H200), but then, after rewriting a device pattern's row_ptr or col_idx in place — or
-   freeing it while a new pattern may land at the same addresses (caching allocators such as PyTorch's do this) —
-   call bsk_forget_patterns(ctx), which drops every entry (waiting for the work that used them). Inside a stream
-   capture the small-block lists are built in the graph, not taken from or put in the cache. Both are no-ops on
-   the CPU. */
+   and sizes: faster for repeated calls on one pattern (a repeated Hopper SpMM is then one kernel: on an H200 at
+   2048^3, b = 32 +13 to +21 %, b = 64 / 128 +6 to +14 %; at 8192^3 b = 128 d 0.1 +1.6 %), but then, after
+   rewriting a device pattern's row_ptr or col_idx in place — or freeing it while a new pattern may land at the
+   same addresses (caching allocators such as PyTorch's do this) — call bsk_forget_patterns(ctx), which drops
+   every entry (waiting for the work that used them). Inside a stream capture the work lists are built in the
+   graph, not taken from or put in the cache. Both are no-ops on the CPU. */
 BSK_API bsk_status bsk_set_pattern_cache(bsk_context *ctx, int enable);
 BSK_API bsk_status bsk_forget_patterns(bsk_context *ctx);
 

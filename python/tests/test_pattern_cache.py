@@ -1,6 +1,6 @@
 """The pattern cache (bsk.set_pattern_cache / bsk.forget_patterns, libbsk's bsk_set_pattern_cache): results are the
 same with it on, call after call on one pattern, across patterns, after forget_patterns, and in a captured CUDA graph
-(inside a capture the small-block lists are built in the graph, not cached). On the CPU it does nothing."""
+(inside a capture the work lists are built in the graph, not cached). On the CPU it does nothing."""
 import pytest
 import torch
 
@@ -29,10 +29,11 @@ def test_pattern_cache_cpu_is_a_no_op():
 
 
 @needs_cuda
-@pytest.mark.parametrize("block", [32, 16], ids=lambda b: f"b{b}")
+@pytest.mark.parametrize("block", [32, 16, 64, 128], ids=lambda b: f"b{b}")
 def test_pattern_cache_repeated_calls_cuda(block):
-    """b = 32 / 16 at 4096 x 2048 with N = 1024: enough row groups x N tiles for the Hopper small-block kernel,
-    whose lists the cache keeps; the first call fills the entry, the later ones use it."""
+    """4096 x 2048 with N = 1024: enough items for the Hopper kernels (small-block lists at b = 32 / 16, the sorted
+    units at b = 64 / 128), whose lists the cache keeps; the first call fills the entry, the later ones use it; the
+    transposed product (the transpose index and, at b = 64 / 128, its own lists) in turn with the forward one."""
     dtype = torch.float16
     A = random_bsr(4096, 2048, (block, block), 0.3, dtype, "cuda", seed=1)
     A2 = random_bsr(4096, 2048, (block, block), 0.2, dtype, "cuda", seed=2)
@@ -44,9 +45,12 @@ def test_pattern_cache_repeated_calls_cuda(block):
             torch.cuda.synchronize()
             _check(M, B, C, dtype)
         X = nonzero_uniform((4096, 64), dtype, "cuda")
-        At = bsk.sparse_mm(A, X, transpose_a=True)  # the transpose index, cached in the same entry
-        torch.cuda.synchronize()
-        _check(A, X, At, dtype, transpose=True)
+        for _ in range(2):
+            At = bsk.sparse_mm(A, X, transpose_a=True)  # the transpose index, cached in the same entry
+            torch.cuda.synchronize()
+            _check(A, X, At, dtype, transpose=True)
+            B = nonzero_uniform((2048, 512), dtype, "cuda")
+            _check(A, B, bsk.sparse_mm(A, B), dtype)
         bsk.forget_patterns("cuda")
         B = nonzero_uniform((2048, 1024), dtype, "cuda")
         _check(A, B, bsk.sparse_mm(A, B), dtype)
@@ -55,9 +59,10 @@ def test_pattern_cache_repeated_calls_cuda(block):
 
 
 @needs_cuda
-def test_pattern_cache_cuda_graph():
+@pytest.mark.parametrize("block", [32, 128], ids=lambda b: f"b{b}")
+def test_pattern_cache_cuda_graph(block):
     dtype = torch.bfloat16
-    A = random_bsr(4096, 2048, (32, 32), 0.3, dtype, "cuda", seed=3)
+    A = random_bsr(4096, 2048, (block, block), 0.3, dtype, "cuda", seed=3)
     B = nonzero_uniform((2048, 1024), dtype, "cuda")
     bsk.set_pattern_cache(True, "cuda")
     try:

@@ -36,11 +36,7 @@ static const int SPLIT_MIN_LEN = 16;
    row holds all 16 block columns, w = 2). Then L = max(SPLIT_FEW_MIN, 2w): rows of >= 2L blocks split into parts
    of L .. 2L - 1, only where a row can be that long (2L <= the block columns); at 8192^3 and the MoE shape
    w >= 99, so nothing there changes. */
-#ifndef BSK_SPLIT_FEW_OFF
-static const int SPLIT_FEW_DEFAULT = 1;
-#else
-static const int SPLIT_FEW_DEFAULT = 0;
-#endif
+static const int SPLIT_FEW_DEFAULT = 1; /* session 17: 2048^3 skewed b128 d 0.25 +10 / +12 % (cache off / on), else level */
 static const int SPLIT_FEW_MIN = 4;
 /* L2-partition row groups for op N on rows that are not skewed (tune.part_mode 4 asks for them). Off by default:
    session 9 measured b128 uniform d 0.1 / 0.25 / 0.5 +2.7 / +0.8 / +0.5 % in one run and +1.6 / -1.2 / -0.6 %
