@@ -192,13 +192,15 @@ void spmm_gpu_knob_same(bsk_test_ctx *t, bsk_context *ctx, const bsk_bsr *A, int
 }
 
 void spmm_gpu_cached_case(bsk_test_ctx *t, bsk_context *ctx, bsk_op op, const bsk_bsr *A, const bsk_bsr *dA, int64_t N,
-                          float alpha, const char *want, const int *prep_flag, int prep, cudaStream_t capture)
+                          float alpha, float beta, const char *want, const int *prep_flag, int prep,
+                          cudaStream_t capture)
 {
     bsk_rng *r = bsk_test_rng();
     const int64_t rows = op == BSK_OP_T ? A->cols : A->rows, inner = op == BSK_OP_T ? A->rows : A->cols;
-    bsk_dense B = bsk_test_dense(inner, N, 0, A->dtype, r), C = bsk_test_dense_poison(rows, N, 0, A->dtype);
+    bsk_dense B = bsk_test_dense(inner, N, 0, A->dtype, r);
+    bsk_dense C = beta != 0.0f ? bsk_test_dense(rows, N, 0, A->dtype, r) : bsk_test_dense_poison(rows, N, 0, A->dtype);
     double *ref = (double *)malloc((size_t)(rows * N + 1) * sizeof(double));
-    bsk_ref_spmm(op, alpha, A, &B, 0.0, NULL, ref);
+    bsk_ref_spmm(op, alpha, A, &B, beta, beta != 0.0f ? &C : NULL, ref);
     bsk_dense dB = B, dC = C;
     dB.mem = dC.mem = BSK_MEM_DEVICE;
     dB.data = spmm_dev_copy(B.data, spmm_dense_bytes(&B));
@@ -208,7 +210,7 @@ void spmm_gpu_cached_case(bsk_test_ctx *t, bsk_context *ctx, bsk_op op, const bs
     cudaGraph_t g = NULL;
     cudaGraphExec_t ge = NULL;
     if (capture) CHECK(cudaStreamBeginCapture(capture, cudaStreamCaptureModeThreadLocal) == cudaSuccess);
-    CHECK_STATUS(bsk_spmm(ctx, op, alpha, dA, &dB, 0.0f, &dC), BSK_SUCCESS);
+    CHECK_STATUS(bsk_spmm(ctx, op, alpha, dA, &dB, beta, &dC), BSK_SUCCESS);
     CHECK(strcmp(bsk_last_kernel(ctx), want) == 0);
     CHECK(*prep_flag == prep);
     if (capture) {

@@ -32,13 +32,15 @@ void spmm_gpu_repeat_same(bsk_test_ctx *t, bsk_context *ctx, bsk_op op, const bs
    (padding included) must be identical and both kernels start with `want` (NULL: any). *knob is left at v0. */
 void spmm_gpu_knob_same(bsk_test_ctx *t, bsk_context *ctx, const bsk_bsr *A, int64_t N, int64_t padB, int64_t padC,
                         bsk_dtype ct, float alpha, int *knob, int v0, int v1, const char *want);
-/* One call with the pattern cache on, on a device pattern dA (host copy A): op(A) times fresh random B (N columns),
-   C poisoned, beta 0, checked against the float64 reference; the kernel that ran is `want` (exactly), and
-   *prep_flag (the launcher's out_prep knob) equals prep: 1 its prep kernels ran (first use of the pattern, or a
-   capture), 0 it took the cached lists. With `capture` (a stream) the call is captured there and the graph replayed
-   three times, C poisoned again on that stream before each replay, each replay checked. */
+/* One call with the pattern cache on, on a device pattern dA (host copy A): C = alpha * op(A) * B + beta * C with
+   fresh random B (N columns) and C (poisoned when beta = 0; beta != 0 also shows an item run twice), checked against
+   the float64 reference; the kernel that ran is `want` (exactly), and *prep_flag (the launcher's out_prep knob)
+   equals prep: 1 its prep kernels ran (first use of the pattern, or a capture), 0 it took the cached lists. With
+   `capture` (a stream) the call is captured there and the graph replayed three times, C restored on that stream
+   before each replay, each replay checked. */
 void spmm_gpu_cached_case(bsk_test_ctx *t, bsk_context *ctx, bsk_op op, const bsk_bsr *A, const bsk_bsr *dA, int64_t N,
-                          float alpha, const char *want, const int *prep_flag, int prep, cudaStream_t capture);
+                          float alpha, float beta, const char *want, const int *prep_flag, int prep,
+                          cudaStream_t capture);
 #endif
 
 #endif

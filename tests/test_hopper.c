@@ -695,22 +695,24 @@ BSK_TEST(gpu_hopper_spmm_op_t)
 
 /* One pattern-cached call (spmm_gpu_util.h) on the b64 / b128 path: that kernel ran, and its prep as expected. */
 static void cached_case(bsk_test_ctx *t, bsk_context *ctx, bsk_op op, const bsk_bsr *A, const bsk_bsr *dA, int64_t N,
-                        int prep, cudaStream_t capture)
+                        float beta, int prep, cudaStream_t capture)
 {
     const int b = A->block_rows;
     const char *want = op == BSK_OP_T ? (b == 128 ? "hopper-wgmma-b128t" : "hopper-wgmma-b64pt")
                                       : (b == 128 ? "hopper-wgmma-b128" : "hopper-wgmma-b64p");
     const float alpha = 0.5f + (float)bsk_rng_uniform(bsk_test_rng());
-    spmm_gpu_cached_case(t, ctx, op, A, dA, N, alpha, want, &bsk__hopper_tune.out_prep, prep, capture);
+    spmm_gpu_cached_case(t, ctx, op, A, dA, N, alpha, beta, want, &bsk__hopper_tune.out_prep, prep, capture);
 }
 
 /* The pattern cache on the b64 / b128 path: the first call on a device pattern (per op and N-tile count) runs the
    prep kernel into the cache; later calls launch the main kernel alone — the queues left at zero by the previous
    launch's last CTA, the long-row split's counters by each row's last part — each against the reference: grids of
    2-5 CTAs (every CTA takes tickets: a queue not reset would skip items), N changing within the same tile count, a
-   second pattern in between, op N and op T of one pattern in turn (both lists stay cached), a pattern that the
-   few-blocks-per-CTA rule splits (a full row among short ones) called three times, a call captured in a CUDA graph
-   (prep kernel inside, replayed three times), and bsk_forget_patterns. */
+   second pattern in between, op N and op T of one pattern in turn (both lists stay cached), beta != 0 (the direct
+   epilogue's configuration on the same list), a pattern that the few-blocks-per-CTA rule splits (a full row among
+   short ones) called three times, a forced split on 3 CTAs, calls captured in a CUDA graph (op N: prep kernel inside;
+   op T after a cached eager call: its own transpose index built in the graph's memory; each replayed three times),
+   and bsk_forget_patterns. */
 BSK_TEST(gpu_hopper_spmm_pattern_cache)
 {
     bsk_context *ctx = NULL;
@@ -747,7 +749,9 @@ BSK_TEST(gpu_hopper_spmm_pattern_cache)
             bsk__hopper_tune.split = -1; /* the split length (part of the list's key) would follow the grid size */
             for (int i = 0; i < 8; i++) {
                 bsk__hopper_tune.max_ctas = ctas[i];
-                cached_case(t, ctx, op, &A[which[i]], &dA[which[i]], Ns[i], prep[i], NULL);
+                /* beta != 0 every other call: the direct epilogue's configuration, the same list (and an item run
+                   twice would show) */
+                cached_case(t, ctx, op, &A[which[i]], &dA[which[i]], Ns[i], i % 2 ? 0.5f : 0.0f, prep[i], NULL);
             }
             bsk__hopper_tune.max_ctas = 0;
             bsk__hopper_tune.split = 0;
@@ -755,29 +759,45 @@ BSK_TEST(gpu_hopper_spmm_pattern_cache)
         /* op N and op T of pattern 0 with two N tiles both stayed cached (the entry keeps three lists: the op-N one
            of one tile went out first) */
         bsk__hopper_tune.split = -1;
-        cached_case(t, ctx, BSK_OP_N, &A[0], &dA[0], 264, 0, NULL);
-        cached_case(t, ctx, BSK_OP_T, &A[0], &dA[0], 264, 0, NULL);
+        cached_case(t, ctx, BSK_OP_N, &A[0], &dA[0], 264, 0.0f, 0, NULL);
+        cached_case(t, ctx, BSK_OP_T, &A[0], &dA[0], 264, -1.0f, 0, NULL);
         bsk__hopper_tune.split = 0;
         /* the few-blocks split (b128 only: paired b64 has no split): three calls on the cached list, the row's parts
            combined through counters its last part zeroes */
         for (int rep = 0; rep < 3; rep++) {
-            cached_case(t, ctx, BSK_OP_N, &A[2], &dA[2], 1032, rep == 0, NULL);
+            cached_case(t, ctx, BSK_OP_N, &A[2], &dA[2], 1032, rep == 1 ? 0.25f : 0.0f, rep == 0, NULL);
             if (b == 128 && bsk__hopper_tune.out_split_len <= 0) {
                 t->failed++;
                 fprintf(stderr, "  few-blocks split: L %d, want > 0\n", bsk__hopper_tune.out_split_len);
             }
         }
-        /* the workspace grows outside the capture (an allocation inside one would belong to the graph) */
+        /* a forced split (L = 2, part of the key) on 3 CTAs: split parts, tickets and a cached list together (paired
+           b64 has no split: its list, of L = 0, is the one cached above) */
+        bsk__hopper_tune.split = 2;
+        bsk__hopper_tune.max_ctas = 3;
+        for (int rep = 0; rep < 3; rep++)
+            cached_case(t, ctx, BSK_OP_N, &A[2], &dA[2], 1032, 0.0f, rep == 0 && b == 128, NULL);
+        bsk__hopper_tune.split = 0;
+        bsk__hopper_tune.max_ctas = 0;
+        /* the workspace grows outside the capture (an allocation inside one would belong to the graph): one call with
+           the cache off, which also drops the entries */
         REQUIRE_OK(bsk_set_pattern_cache(ctx, 0));
-        cached_case(t, ctx, BSK_OP_N, &A[2], &dA[2], 1032, 1, NULL);
+        cached_case(t, ctx, BSK_OP_N, &A[2], &dA[2], 1032, 0.0f, 1, NULL);
         REQUIRE_OK(bsk_set_pattern_cache(ctx, 1));
         REQUIRE_OK(bsk_set_stream(ctx, st));
-        cached_case(t, ctx, BSK_OP_N, &A[2], &dA[2], 1032, 1, st); /* captured with its prep kernel, replayed */
+        cached_case(t, ctx, BSK_OP_N, &A[2], &dA[2], 1032, 0.0f, 1, st); /* captured with its prep kernel, replayed */
         REQUIRE_OK(bsk_set_stream(ctx, NULL));
-        cached_case(t, ctx, BSK_OP_N, &A[2], &dA[2], 1032, 1, NULL); /* nothing was cached inside the capture */
-        cached_case(t, ctx, BSK_OP_N, &A[2], &dA[2], 1032, 0, NULL);
+        cached_case(t, ctx, BSK_OP_N, &A[2], &dA[2], 1032, 0.0f, 1, NULL); /* nothing was cached inside the capture */
+        cached_case(t, ctx, BSK_OP_N, &A[2], &dA[2], 1032, 0.0f, 0, NULL);
+        /* op T in a capture after a cached eager call (which sized the workspace for it): the capture builds its own
+           transpose index in the graph's memory and its lists in the workspace; the cached entry stays usable */
+        cached_case(t, ctx, BSK_OP_T, &A[1], &dA[1], 520, 0.0f, 1, NULL);
+        REQUIRE_OK(bsk_set_stream(ctx, st));
+        cached_case(t, ctx, BSK_OP_T, &A[1], &dA[1], 520, 0.0f, 1, st);
+        REQUIRE_OK(bsk_set_stream(ctx, NULL));
+        cached_case(t, ctx, BSK_OP_T, &A[1], &dA[1], 520, 0.0f, 0, NULL);
         REQUIRE_OK(bsk_forget_patterns(ctx));
-        cached_case(t, ctx, BSK_OP_N, &A[2], &dA[2], 1032, 1, NULL);
+        cached_case(t, ctx, BSK_OP_N, &A[2], &dA[2], 1032, 0.0f, 1, NULL);
         REQUIRE_OK(bsk_forget_patterns(ctx)); /* before the patterns' memory is freed (and perhaps reused) */
         for (int q = 0; q < 3; q++) {
             bsk_bsr_free(&dA[q]);

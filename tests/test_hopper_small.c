@@ -288,8 +288,8 @@ BSK_TEST(gpu_hopper_small_tma_store)
 static void cached_case(bsk_test_ctx *t, bsk_context *ctx, const bsk_bsr *A, const bsk_bsr *dA, int64_t N, float alpha,
                         int prep, cudaStream_t capture)
 {
-    spmm_gpu_cached_case(t, ctx, BSK_OP_N, A, dA, N, alpha, small_name(A->block_rows), &bsk__hopper_small_tune.out_prep,
-                         prep, capture);
+    spmm_gpu_cached_case(t, ctx, BSK_OP_N, A, dA, N, alpha, 0.0f, small_name(A->block_rows),
+                         &bsk__hopper_small_tune.out_prep, prep, capture);
 }
 
 /* The pattern cache (bsk_set_pattern_cache) on the small-block path: the first call on a device pattern runs the

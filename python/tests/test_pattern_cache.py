@@ -78,3 +78,28 @@ def test_pattern_cache_cuda_graph(block):
     finally:
         torch.cuda.synchronize()
         bsk.set_pattern_cache(False, "cuda")
+
+
+@needs_cuda
+@pytest.mark.parametrize("block", [32, 128], ids=lambda b: f"b{b}")
+def test_pattern_cache_cuda_graph_transposed(block):
+    """transpose_a=True captured after cached eager calls: inside the capture the transpose index is the graph's
+    own (built and freed in it), the cached one stays for the eager calls after."""
+    dtype = torch.float16
+    A = random_bsr(2048, 4096, (block, block), 0.3, dtype, "cuda", seed=4)
+    X = nonzero_uniform((2048, 512), dtype, "cuda")
+    bsk.set_pattern_cache(True, "cuda")
+    try:
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):  # warm-up outside capture: the cache entry and the workspace
+            for _ in range(2):
+                bsk.sparse_mm(A, X, transpose_a=True)
+        torch.cuda.current_stream().wait_stream(s)
+        torch.cuda.synchronize()
+        replay_checked(lambda: bsk.sparse_mm(A, X, transpose_a=True), X,
+                       lambda C: _check(A, X, C, dtype, transpose=True))
+        _check(A, X, bsk.sparse_mm(A, X, transpose_a=True), dtype, transpose=True)
+    finally:
+        torch.cuda.synchronize()
+        bsk.set_pattern_cache(False, "cuda")

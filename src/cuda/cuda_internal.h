@@ -79,13 +79,19 @@ void bsk_cuda_l2_partitions_release(struct bsk_cuda_state *st);
    its blocks t_ptr[j] .. t_ptr[j+1]-1 in block-row order, each with its block row t_row[] and its index into
    A's values t_blk[]. Built on ctx->stream by small kernels (no host synchronisation), cached per context.
    Malformed metadata gives an index whose every entry is still in range (t_row in [0, mb), t_blk in
-   [0, nnzb), t_ptr within [0, nnzb]). nnzb == 0 gives all pointers NULL (every column empty). */
+   [0, nnzb), t_ptr within [0, nnzb]). nnzb == 0 gives all pointers NULL (every column empty). Inside a stream
+   capture (or when that cannot be told) the cache is not touched: the call gets an index of its own, built in the
+   graph in memory the graph allocates and frees (a graph never holds a cache entry's memory, nor waits on an event
+   recorded outside it). */
 typedef struct bsk_tindex {
     const int32_t *t_ptr, *t_row, *t_blk;
-    int slot; /* -1 when nothing is cached (nnzb == 0) */
+    int slot;       /* the cache entry, or -1 (nnzb == 0, or an index of this call's own) */
+    int32_t *owned; /* inside a stream capture: this call's own index, allocated and (by bsk_cuda_tindex_done) freed
+                       in the graph; NULL otherwise */
 } bsk_tindex;
 bsk_status bsk_cuda_tindex_get(bsk_context *ctx, const bsk_bsr *A, bsk_tindex *ti);
-/* After the launches that read ti: records their end so a later eviction or another stream waits for them. */
+/* After the launches that read ti (also on their error paths): records their end so a later eviction or another
+   stream waits for them, or frees the call's own index after them (stream-ordered). */
 void bsk_cuda_tindex_done(bsk_context *ctx, const bsk_tindex *ti);
 /* Frees every cached index (called by bsk_cuda_release). */
 void bsk_cuda_pattern_cache_release(struct bsk_cuda_state *st);

@@ -118,9 +118,9 @@ __global__ void __launch_bounds__(SORT_THREADS) tindex_sort(const int32_t *__res
     }
 }
 
-/* The transpose index of A's pattern into en->mem (en's key already set). */
-static bsk_status build(bsk_context *ctx, struct bsk_cuda_state *st, struct bsk_tindex_entry *en, const bsk_bsr *A,
-                        int64_t mb, int64_t nb)
+/* The transpose index of A's pattern into a new allocation *out (stream-ordered on ctx->stream). */
+static bsk_status build(bsk_context *ctx, struct bsk_cuda_state *st, const bsk_bsr *A, int64_t mb, int64_t nb,
+                        int32_t **out)
 {
     cudaStream_t stream = (cudaStream_t)ctx->stream;
     int64_t nnzb = A->nnzb;
@@ -143,20 +143,20 @@ static bsk_status build(bsk_context *ctx, struct bsk_cuda_state *st, struct bsk_
         tindex_sort<<<gs < 1 ? 1 : gs, SORT_THREADS, 0, stream>>>(A->row_ptr, mb, nnzb, nb, t_ptr, t_row, t_blk);
         s = BSK_CUDA_LAUNCH_CHECK();
     }
-    if (!s) s = bsk_cuda_status(cudaEventRecord(en->ev, stream));
     if (s) {
         (void)cudaFreeAsync(mem, stream);
         return s;
     }
-    en->mem = mem;
+    *out = mem;
     return BSK_SUCCESS;
 }
 
-static void view(const struct bsk_tindex_entry *en, int slot, bsk_tindex *ti)
+/* ti's arrays inside an index of nb columns and nnzb blocks at mem */
+static void view(int32_t *mem, int64_t nb, int64_t nnzb, int slot, bsk_tindex *ti)
 {
-    ti->t_ptr = en->mem;
-    ti->t_row = en->mem + 2 * (en->nb + 1);
-    ti->t_blk = ti->t_row + en->nnzb;
+    ti->t_ptr = mem;
+    ti->t_row = mem + 2 * (nb + 1);
+    ti->t_blk = ti->t_row + nnzb;
     ti->slot = slot;
 }
 
@@ -238,26 +238,56 @@ static bsk_status entry_of(bsk_context *ctx, struct bsk_cuda_state *st, const bs
     return BSK_SUCCESS;
 }
 
+/* Whether ctx->stream is capturing, or that cannot be told (then treated as capturing: nothing is cached). */
+static int capturing(bsk_context *ctx)
+{
+    cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing((cudaStream_t)ctx->stream, &cap) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 1;
+    }
+    return cap != cudaStreamCaptureStatusNone;
+}
+
 bsk_status bsk_cuda_tindex_get(bsk_context *ctx, const bsk_bsr *A, bsk_tindex *ti)
 {
     ti->t_ptr = ti->t_row = ti->t_blk = NULL;
     ti->slot = -1;
+    ti->owned = NULL;
     if (A->nnzb == 0) return BSK_SUCCESS;
     struct bsk_cuda_state *st = bsk_cuda_state_get(ctx);
     if (!st) return BSK_ERR_OUT_OF_MEMORY;
-    int slot;
-    bsk_status s = entry_of(ctx, st, A, &slot);
-    if (s) return s;
-    struct bsk_tindex_entry *en = &st->tindex[slot];
-    if (!en->mem && (s = build(ctx, st, en, A, bsk_bsr_mb(A), bsk_bsr_nb(A)))) {
-        if (!has_data(en)) en->used = 0; /* nothing cached: the slot stays free */
-        return s;
+    const int64_t mb = bsk_bsr_mb(A), nb = bsk_bsr_nb(A);
+    bsk_status s;
+    if (capturing(ctx)) { /* an index of this call's own, in the graph's memory (freed by tindex_done) */
+        if ((s = build(ctx, st, A, mb, nb, &ti->owned))) return s;
+        view(ti->owned, nb, A->nnzb, -1, ti);
+        return BSK_SUCCESS;
     }
-    view(en, slot, ti);
+    int slot;
+    if ((s = entry_of(ctx, st, A, &slot))) return s;
+    struct bsk_tindex_entry *en = &st->tindex[slot];
+    if (!en->mem) {
+        if (!(s = build(ctx, st, A, mb, nb, &en->mem)))
+            s = bsk_cuda_status(cudaEventRecord(en->ev, (cudaStream_t)ctx->stream));
+        if (s) {
+            if (en->mem) { /* the event failed: the index's kernels are queued, the free is stream-ordered after */
+                (void)cudaFreeAsync(en->mem, (cudaStream_t)ctx->stream);
+                en->mem = NULL;
+            }
+            if (!has_data(en)) en->used = 0; /* nothing cached: the slot stays free */
+            return s;
+        }
+    }
+    view(en->mem, en->nb, en->nnzb, slot, ti);
     return BSK_SUCCESS;
 }
 
-void bsk_cuda_tindex_done(bsk_context *ctx, const bsk_tindex *ti) { record_use(ctx, ti->slot); }
+void bsk_cuda_tindex_done(bsk_context *ctx, const bsk_tindex *ti)
+{
+    if (ti->owned) (void)cudaFreeAsync(ti->owned, (cudaStream_t)ctx->stream);
+    else record_use(ctx, ti->slot);
+}
 
 bsk_status bsk_cuda_derived_get(bsk_context *ctx, const bsk_bsr *A, const int64_t key[BSK_DERIVED_KEY], size_t bytes,
                                 void **buf, int *built, int *slot)
@@ -271,12 +301,7 @@ bsk_status bsk_cuda_derived_get(bsk_context *ctx, const bsk_bsr *A, const int64_
     /* Inside a capture (or when that cannot be told) the cache is not used: *buf stays NULL and the launcher builds
        its lists in its workspace, the prep kernels captured with the rest — a graph never holds a cache buffer that
        a later eviction could free, nor waits on an event recorded outside it. */
-    cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
-    if (cudaStreamIsCapturing(stream, &cap) != cudaSuccess) {
-        (void)cudaGetLastError();
-        return BSK_SUCCESS;
-    }
-    if (cap != cudaStreamCaptureStatusNone) return BSK_SUCCESS;
+    if (capturing(ctx)) return BSK_SUCCESS;
     int i;
     bsk_status s = entry_of(ctx, st, A, &i);
     if (s) return s;

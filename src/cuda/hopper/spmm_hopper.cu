@@ -108,11 +108,6 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, cons
     if (pf == 0) tmPA = tmPB = tmB; /* unused */
     bsk__hopper_tune.out_pf = pf;
 
-    /* op T: the transpose index (built on this stream, or cached), the units' "row pointer" and lists */
-    bsk_tindex ti = {NULL, NULL, NULL, -1};
-    if (CF::TRANS && (s = bsk_cuda_tindex_get(ctx, A, &ti))) return s;
-    const int32_t *units_ptr = CF::TRANS ? ti.t_ptr : A->row_ptr, *units_idx = CF::TRANS ? ti.t_row : A->col_idx;
-
     /* (before the cluster occupancy query, which needs the kernel's shared-memory limit raised) */
     if ((s = bsk_hopper_allow_smem(spmm_kernel<CF, DT>, CF::SMEM))) return s;
     int grid = st->sms;
@@ -176,10 +171,7 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, cons
     bsk__hopper_tune.out_split_len = (int)L;
     /* units after the split: each part beyond a row's first is >= L of its blocks */
     const int64_t units_cap = mu + (L > 0 ? A->nnzb / L : 0);
-    if (units_cap * nt + 4096 >= INT32_MAX) {
-        if (CF::TRANS) bsk_cuda_tindex_done(ctx, &ti);
-        return BSK_ERR_UNSUPPORTED;
-    }
+    if (units_cap * nt + 4096 >= INT32_MAX) return BSK_ERR_UNSUPPORTED;
     /* Units per band: the A blocks of a band should stay in L2 while the band's N tiles go by. */
     const int64_t band_budget = (int64_t)(bsk__hopper_tune.band_mb > 0 ? bsk__hopper_tune.band_mb : 16) << 20;
     const int64_t unit_bytes = (A->nnzb / (mu ? mu : 1) + 1) * (int64_t)CF::BM * CF::BM * 2;
@@ -187,6 +179,12 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, cons
     if (band < 1) band = 1;
     if (band > mu) band = mu;
     const int cls = bsk__hopper_tune.classes == 1 ? 0 : bsk__hopper_tune.classes == 2 ? 2 : 1;
+
+    /* op T: the transpose index (built on this stream, or cached), the units' "row pointer" and lists. From here on
+       every return goes through bsk_cuda_tindex_done (the index's last use recorded, or an own one freed). */
+    bsk_tindex ti = {NULL, NULL, NULL, -1, NULL};
+    if (CF::TRANS && (s = bsk_cuda_tindex_get(ctx, A, &ti))) return s;
+    const int32_t *units_ptr = CF::TRANS ? ti.t_ptr : A->row_ptr, *units_idx = CF::TRANS ? ti.t_row : A->col_idx;
 
     /* The work list: counter (256 bytes) | sorted[units_cap] | bandinfo[units_cap] | split_ctr, then the split's
        fp32 partial tiles (scratch). With the pattern cache on, the list lives in the pattern's cache entry under a
@@ -206,7 +204,10 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, cons
         if (CF::TRANS) bsk_cuda_tindex_done(ctx, &ti);
         return s;
     }
-    if ((s = bsk_cuda_workspace(ctx, lists ? (slot_bytes ? slot_bytes : 256) : off_slots + slot_bytes, &ws))) {
+    /* the whole layout's size even when the lists are cached: the workspace then has room for a captured call of the
+       same shape (inside a capture the cache is not used), which must not grow it (an allocation inside a capture
+       belongs to the graph) */
+    if ((s = bsk_cuda_workspace(ctx, off_slots + slot_bytes, &ws))) {
         bsk_cuda_derived_done(ctx, lslot, 0);
         if (CF::TRANS) bsk_cuda_tindex_done(ctx, &ti);
         return s;
@@ -236,7 +237,7 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, cons
     p.tg = bsk__hopper_tune.tgroup > 0 && bsk__hopper_tune.tgroup < nt ? bsk__hopper_tune.tgroup : (int)nt;
     p.total_items = (unsigned)(mu * nt);
     p.split_ctr = (int *)(lb + off_ctr);
-    p.split_ws = (float4 *)(lists ? (char *)ws : (char *)ws + off_slots);
+    p.split_ws = (float4 *)((char *)ws + off_slots);
     p.pf = pf;
     p.cl_acq = bsk__hopper_tune.cl_acq ? 1 : 0;
     /* tune.l2hint: 1 A evict_last + C evict_first (session 6), 2 C evict_first only (session 7: within 1 % of

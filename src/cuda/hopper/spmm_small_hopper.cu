@@ -129,7 +129,14 @@ static bsk_status launch_small(bsk_context *ctx, const struct bsk_cuda_state *st
     int built = 0, uslot = -1;
     const int64_t ukey[BSK_DERIVED_KEY] = {1 /* kind: small-block unions */, CF::R, 0, 0};
     if (ctx->pattern_cache && (s = bsk_cuda_derived_get(ctx, A, ukey, ws_bytes, &ws, &built, &uslot))) return s;
-    if (!ws && (s = bsk_cuda_workspace(ctx, ws_bytes, &ws))) return s;
+    /* the workspace at this size even when the lists are cached: room for a captured call of the same shape (inside
+       a capture the cache is not used), which must not grow it (an allocation inside a capture belongs to the graph) */
+    void *wsp = NULL;
+    if ((s = bsk_cuda_workspace(ctx, ws_bytes, &wsp))) {
+        bsk_cuda_derived_done(ctx, uslot, 0);
+        return s;
+    }
+    if (!ws) ws = wsp;
     unsigned *counter = (unsigned *)ws;
     int2 *ginfo = (int2 *)((char *)ws + off_ginfo);
     int4 *order = (int4 *)((char *)ws + off_order);

@@ -92,7 +92,7 @@ bsk_status bsk_simt_spmm(bsk_context *ctx, bsk_op op, float alpha, const bsk_bsr
     a.alpha = alpha;
     a.beta = beta;
     a.cdt = C->dtype;
-    bsk_tindex ti = {NULL, NULL, NULL, -1};
+    bsk_tindex ti = {NULL, NULL, NULL, -1, NULL};
     if (trans) {
         bsk_status s = bsk_cuda_tindex_get(ctx, A, &ti);
         if (s) return s;

@@ -259,7 +259,7 @@ bsk_status bsk_portable_spmm(bsk_context *ctx, bsk_op op, float alpha, const bsk
     a.cpair = C->ld % 2 == 0 && ((uintptr_t)C->data % (2 * cs)) == 0;
     const int BM = a.MB % 128 == 0 ? 128 : a.MB % 64 == 0 ? 64 : a.MB % 32 == 0 ? 32 : 16;
 
-    bsk_tindex ti = {NULL, NULL, NULL, -1};
+    bsk_tindex ti = {NULL, NULL, NULL, -1, NULL};
     if (trans) {
         bsk_status s = bsk_cuda_tindex_get(ctx, A, &ti);
         if (s) return s;
