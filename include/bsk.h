@@ -185,10 +185,14 @@ BSK_API bsk_status bsk_synchronize(bsk_context *ctx);
    2048^3, b = 32 +13 to +21 %, b = 64 / 128 +6 to +14 %; at 8192^3 b = 128 d 0.1 +1.6 %), but then, after
    rewriting a device pattern's row_ptr or col_idx in place — or freeing it while a new pattern may land at the
    same addresses (caching allocators such as PyTorch's do this) — call bsk_forget_patterns(ctx), which drops
-   every entry (waiting for the work that used them). Inside a stream capture the work lists and the transpose
-   index are built in the graph (the index in memory the graph allocates and frees), not taken from or put in the
-   cache; capture after one eager call of the same shapes, which sizes the context's workspace (a workspace grown
-   inside a capture would be the graph's memory). Both are no-ops on the CPU. */
+   every entry (waiting for the work that used them). Changing the setting drops every entry too (the call
+   synchronises with the work that used them). Inside a stream capture the work lists and the transpose index are
+   built in the graph (the index in memory the graph allocates and frees: a graph that captured an op-T bsk_spmm
+   holds memory nodes, so it cannot be cloned or made a child graph), not taken from or put in the cache.
+   Graphs and the workspace: capture after one eager call of the same shapes, which sizes the context's workspace
+   (a workspace grown inside a capture would be the graph's memory), and replay a graph only while no call on the
+   same context has needed a larger workspace since the capture (growing it frees the one the graph uses): capture
+   the largest shapes first, or give graphs a context of their own. Both calls are no-ops on the CPU. */
 BSK_API bsk_status bsk_set_pattern_cache(bsk_context *ctx, int enable);
 BSK_API bsk_status bsk_forget_patterns(bsk_context *ctx);
 

@@ -798,6 +798,29 @@ BSK_TEST(gpu_hopper_spmm_pattern_cache)
         cached_case(t, ctx, BSK_OP_T, &A[1], &dA[1], 520, 0.0f, 0, NULL);
         REQUIRE_OK(bsk_forget_patterns(ctx));
         cached_case(t, ctx, BSK_OP_N, &A[2], &dA[2], 1032, 0.0f, 1, NULL);
+        /* turning the cache on drops what calls without it left: an op-T call with the cache off (its transpose index
+           kept in an entry), pattern 0 rewritten in place (every column shifted by one: the same sizes), then the cache
+           on — the next call must see the new pattern */
+        {
+            REQUIRE_OK(bsk_set_pattern_cache(ctx, 0));
+            cached_case(t, ctx, BSK_OP_T, &A[0], &dA[0], 264, 0.0f, 1, NULL);
+            const int64_t mb0 = bsk_bsr_mb(&A[0]), nb0 = bsk_bsr_nb(&A[0]);
+            uint8_t *mask = (uint8_t *)calloc((size_t)(mb0 * nb0), 1);
+            for (int64_t i = 0; i < mb0; i++)
+                for (int32_t k = A[0].row_ptr[i]; k < A[0].row_ptr[i + 1]; k++) mask[i * nb0 + (A[0].col_idx[k] + 1) % nb0] = 1;
+            bsk_dense D = bsk_test_dense(A[0].rows, A[0].cols, 0, BSK_F16, r);
+            bsk_bsr S;
+            REQUIRE_OK(bsk_bsr_from_mask(&D, b, b, mask, &S));
+            REQUIRE(S.nnzb == A[0].nnzb);
+            REQUIRE(cudaMemcpy((void *)dA[0].row_ptr, S.row_ptr, (size_t)(mb0 + 1) * 4, cudaMemcpyHostToDevice) == cudaSuccess);
+            REQUIRE(cudaMemcpy((void *)dA[0].col_idx, S.col_idx, (size_t)S.nnzb * 4, cudaMemcpyHostToDevice) == cudaSuccess);
+            REQUIRE(cudaMemcpy(dA[0].values, S.values, (size_t)S.nnzb * b * b * 2, cudaMemcpyHostToDevice) == cudaSuccess);
+            REQUIRE_OK(bsk_set_pattern_cache(ctx, 1));
+            cached_case(t, ctx, BSK_OP_T, &S, &dA[0], 264, 0.0f, 1, NULL);
+            bsk_bsr_free(&S);
+            bsk_test_dense_free(&D);
+            free(mask);
+        }
         REQUIRE_OK(bsk_forget_patterns(ctx)); /* before the patterns' memory is freed (and perhaps reused) */
         for (int q = 0; q < 3; q++) {
             bsk_bsr_free(&dA[q]);

@@ -62,7 +62,9 @@ bsk_status bsk_set_pattern_cache(bsk_context *ctx, int enable)
 {
     if (!ctx) return BSK_ERR_NULL_POINTER;
     if (enable != 0 && enable != 1) return BSK_ERR_INVALID_ARGUMENT;
-    if (!enable && ctx->pattern_cache && ctx->cuda) bsk_cuda_forget_patterns(ctx);
+    /* either way the entries go: off, nothing may outlive its pattern; on, entries left by calls without the cache
+       (each rebuilt per call, so their patterns may have been rewritten since) must not be taken as cached */
+    if (enable != ctx->pattern_cache && ctx->cuda) bsk_cuda_forget_patterns(ctx);
     ctx->pattern_cache = enable;
     return BSK_SUCCESS;
 }
