@@ -60,46 +60,26 @@ def test_pattern_cache_repeated_calls_cuda(block):
 
 @needs_cuda
 @pytest.mark.parametrize("block", [32, 128], ids=lambda b: f"b{b}")
-def test_pattern_cache_cuda_graph(block):
-    dtype = torch.bfloat16
-    A = random_bsr(4096, 2048, (block, block), 0.3, dtype, "cuda", seed=3)
-    B = nonzero_uniform((2048, 1024), dtype, "cuda")
+@pytest.mark.parametrize("transpose", [False, True], ids=["AB", "AtB"])
+def test_pattern_cache_cuda_graph(block, transpose):
+    """Captured after cached eager calls (the entry and the workspace made outside the capture): inside the capture
+    the lists, and with transpose_a=True the transpose index (the graph's own, built and freed in it), are built in
+    the graph; the cached entry stays for the eager call after."""
+    dtype = torch.bfloat16 if not transpose else torch.float16
+    A = random_bsr(4096, 2048, (block, block), 0.3, dtype, "cuda", seed=3 + transpose)
+    B = nonzero_uniform((4096 if transpose else 2048, 1024 if not transpose else 512), dtype, "cuda")
+    run = lambda: bsk.sparse_mm(A, B, transpose_a=transpose)
     bsk.set_pattern_cache(True, "cuda")
     try:
         s = torch.cuda.Stream()
         s.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(s):  # warm-up outside capture: the cache entry and the workspace
+        with torch.cuda.stream(s):  # warm-up outside capture
             for _ in range(2):
-                bsk.sparse_mm(A, B)
+                run()
         torch.cuda.current_stream().wait_stream(s)
         torch.cuda.synchronize()
-        replay_checked(lambda: bsk.sparse_mm(A, B), B, lambda C: _check(A, B, C, dtype))
-        _check(A, B, bsk.sparse_mm(A, B), dtype)  # eager again, the cached entry
-    finally:
-        torch.cuda.synchronize()
-        bsk.set_pattern_cache(False, "cuda")
-
-
-@needs_cuda
-@pytest.mark.parametrize("block", [32, 128], ids=lambda b: f"b{b}")
-def test_pattern_cache_cuda_graph_transposed(block):
-    """transpose_a=True captured after cached eager calls: inside the capture the transpose index is the graph's
-    own (built and freed in it), the cached one stays for the eager calls after."""
-    dtype = torch.float16
-    A = random_bsr(2048, 4096, (block, block), 0.3, dtype, "cuda", seed=4)
-    X = nonzero_uniform((2048, 512), dtype, "cuda")
-    bsk.set_pattern_cache(True, "cuda")
-    try:
-        s = torch.cuda.Stream()
-        s.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(s):  # warm-up outside capture: the cache entry and the workspace
-            for _ in range(2):
-                bsk.sparse_mm(A, X, transpose_a=True)
-        torch.cuda.current_stream().wait_stream(s)
-        torch.cuda.synchronize()
-        replay_checked(lambda: bsk.sparse_mm(A, X, transpose_a=True), X,
-                       lambda C: _check(A, X, C, dtype, transpose=True))
-        _check(A, X, bsk.sparse_mm(A, X, transpose_a=True), dtype, transpose=True)
+        replay_checked(run, B, lambda C: _check(A, B, C, dtype, transpose=transpose))
+        _check(A, B, run(), dtype, transpose=transpose)  # eager again, the cached entry
     finally:
         torch.cuda.synchronize()
         bsk.set_pattern_cache(False, "cuda")
