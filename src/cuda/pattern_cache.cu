@@ -160,17 +160,20 @@ static void view(int32_t *mem, int64_t nb, int64_t nnzb, int slot, bsk_tindex *t
     ti->slot = slot;
 }
 
+/* A derived buffer without data (its memory freed or handed on by the caller). */
+static void clear_derived(struct bsk_derived *d)
+{
+    d->mem = NULL;
+    d->bytes = 0;
+    d->built = 0;
+    d->used = 0;
+}
+
 /* An entry without data: an empty slot (its event is kept for reuse). */
 static void clear_data(struct bsk_tindex_entry *en)
 {
     en->mem = NULL;
-    for (int k = 0; k < BSK_DERIVED_SLOTS; k++) {
-        struct bsk_derived *d = &en->d[k];
-        d->mem = NULL;
-        d->bytes = 0;
-        d->built = 0;
-        d->used = 0;
-    }
+    for (int k = 0; k < BSK_DERIVED_SLOTS; k++) clear_derived(&en->d[k]);
     en->used = 0;
 }
 
@@ -322,9 +325,7 @@ bsk_status bsk_cuda_derived_get(bsk_context *ctx, const bsk_bsr *A, const int64_
         *built = d->built;
     } else {
         if (d->mem) (void)cudaFreeAsync(d->mem, stream);
-        d->mem = NULL;
-        d->bytes = 0;
-        d->built = 0;
+        clear_derived(d);
         if ((s = bsk_cuda_status(cudaMallocAsync(&d->mem, bytes, stream)))) {
             d->mem = NULL;
             if (!has_data(en)) en->used = 0;

@@ -143,18 +143,19 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, cons
     /* Long-row split: the part length L (rows of >= 2L blocks are split; 0: none). tune.split: 0 default,
        -1 off, -2 the automatic rule, > 0 that L. Automatic (the default): when the items of whole rows
        (units x N tiles) fill at most half the grid, L = the average row length over the parts per row that
-       would fill the grid, at least SPLIT_MIN_LEN; otherwise the few-blocks-per-CTA rule above. The slots (one fp32 tile per part and N tile) are bounded on
-       the host by nnzb / L parts and the workspace budget; the prep kernel doubles L if the pattern's parts do
-       not fit. */
+       would fill the grid, at least SPLIT_MIN_LEN; otherwise the few-blocks-per-CTA rule above. The slots (one
+       fp32 tile per part and N tile) are bounded on the host by nnzb / L parts and the workspace budget; the prep
+       kernel doubles L if the pattern's parts do not fit. */
     int64_t L = 0, parts_cap = 0;
     if (CF::CAN_SPLIT && A->nnzb > 0 && bsk__hopper_tune.split != -1) {
         const int ts = bsk__hopper_tune.split;
+        const bool autom = ts == -2 || (ts == 0 && SPLIT_DEFAULT);
         if (ts > 0) L = ts;
-        else if ((ts == -2 || (ts == 0 && SPLIT_DEFAULT)) && 2 * mu * nt <= grid) {
+        else if (autom && 2 * mu * nt <= grid) {
             const int64_t avg = (A->nnzb + mu - 1) / mu, want = (grid + mu * nt - 1) / (mu * nt);
             L = (avg + want - 1) / want;
             if (L < SPLIT_MIN_LEN) L = SPLIT_MIN_LEN;
-        } else if ((ts == -2 || ts == 0) && SPLIT_DEFAULT && SPLIT_FEW_DEFAULT) {
+        } else if (autom && SPLIT_FEW_DEFAULT) {
             const int64_t w = (A->nnzb * nt + grid - 1) / grid;
             L = 2 * w > SPLIT_FEW_MIN ? 2 * w : SPLIT_FEW_MIN;
             if (2 * L > nb) L = 0;
