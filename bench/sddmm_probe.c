@@ -1,15 +1,17 @@
 /* sddmm_probe.c — device probe for the Hopper SDDMM's schedule (src/cuda/hopper/sddmm_tune.h knobs): cuBLAS X·Yᵀ vs
-   bsk_sddmm at M = K = D = 8192, fp16 in / out, b = 128, uniform pattern, with the D split forced or off, item-major
-   or part-major, alternated so each configuration is read early and late in the run.
+   bsk_sddmm at M = K = D = 8192, fp16 in / out, b = 128 (--block 64: 64), uniform pattern, with the D split forced or
+   off, item-major or part-major — or with --groups, the column-group item order (col_groups 0 / 2 / 4 / 8) —
+   alternated so each configuration is read early and late in the run.
    Timing: CUDA events around one call, 3 warm-ups, median of ITERS, L2 flushed (256 MB memset) before each timed
    call. Every configuration's values are checked against cuBLAS X·Yᵀ (fp32) on the kept blocks.
-   Usage: sddmm_probe [--d 0.1] [--iters N] — built by `make probes`, run by hand on the device machine. */
+   Usage: sddmm_probe [--d 0.1] [--block 64|128] [--groups] [--iters N] — built by `make probes`, run by hand on the
+   device machine. */
 #include "probe_util.h"
 
 #include "cuda/hopper/sddmm_tune.h"
 
 #define S_ 8192
-#define BLK 128
+static int BLK = 128;
 static int ITERS = 20;
 static void *flush_buf;
 static const size_t FLUSH = 256u << 20;
@@ -41,9 +43,12 @@ static void run_xyt(void *p)
 int main(int argc, char **argv)
 {
     double d = 0.10;
+    int groups = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--d") && i + 1 < argc) d = atof(argv[++i]);
         else if (!strcmp(argv[i], "--iters") && i + 1 < argc) ITERS = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--block") && i + 1 < argc) BLK = atoi(argv[++i]) == 64 ? 64 : 128;
+        else if (!strcmp(argv[i], "--groups")) groups = 1;
     }
     cublasHandle_t h;
     bsk_context *ctx;
@@ -76,14 +81,18 @@ int main(int argc, char **argv)
     bsk_dense X = {S_, S_, S_, BSK_F16, BSK_MEM_DEVICE, dX}, Y = {S_, S_, S_, BSK_F16, BSK_MEM_DEVICE, dY};
     sddmm_arg sa = {ctx, &X, &Y, &A};
     /* split knob: -1 none, 0 the planner's choice, S >= 2 forced on the last items; order 1 part-major */
-    const int cfg[][2] = {{-1, 0}, {0, 0}, {2, 1}, {3, 1}, {3, 0}, {4, 1}, {4, 1}, {3, 0}, {3, 1}, {2, 1}, {0, 0}, {-1, 0}};
-    const int nc = (int)(sizeof cfg / sizeof cfg[0]);
-    printf("SDDMM probe: %s, 8192^3 b128 d %.2f, nnzb %lld, cuBLAS X·Yᵀ %.1f TFLOPS\n", info.name, d, (long long)A.nnzb,
-           dense_tf);
+    const int cfg_split[][2] = {{-1, 0}, {0, 0}, {2, 1}, {3, 1}, {3, 0}, {4, 1}, {4, 1}, {3, 0}, {3, 1}, {2, 1}, {0, 0}, {-1, 0}};
+    /* --groups: {0, col_groups} (the planner's split either way) */
+    const int cfg_groups[][2] = {{0, 0}, {0, 2}, {0, 4}, {0, 8}, {0, 8}, {0, 4}, {0, 2}, {0, 0}};
+    const int (*cfg)[2] = groups ? cfg_groups : cfg_split;
+    const int nc = groups ? (int)(sizeof cfg_groups / sizeof cfg_groups[0]) : (int)(sizeof cfg_split / sizeof cfg_split[0]);
+    printf("SDDMM probe: %s, 8192^3 b%d d %.2f, nnzb %lld, cuBLAS X·Yᵀ %.1f TFLOPS\n", info.name, BLK, d,
+           (long long)A.nnzb, dense_tf);
     for (int ci = 0; ci < nc; ci++) {
         memset(&bsk__hopper_sddmm_tune, 0, sizeof bsk__hopper_sddmm_tune);
-        bsk__hopper_sddmm_tune.split = cfg[ci][0];
-        bsk__hopper_sddmm_tune.split_order = cfg[ci][1];
+        bsk__hopper_sddmm_tune.split = groups ? 0 : cfg[ci][0];
+        bsk__hopper_sddmm_tune.split_order = groups ? 0 : cfg[ci][1];
+        bsk__hopper_sddmm_tune.col_groups = groups ? cfg[ci][1] : 0;
         CK(cudaMemset(A.values, 0xff, nv * 2)); /* NaN poison */
         run_sddmm(&sa);
         CS(bsk_synchronize(ctx));
@@ -103,8 +112,9 @@ int main(int argc, char **argv)
         const double err = sqrt(num / den);
         const double ms = probe_time(run_sddmm, &sa, ITERS, flush_buf, FLUSH, ev0, ev1, NULL);
         const double tf = 2.0 * (double)A.nnzb * BLK * BLK * S_ / (ms * 1e-3) * 1e-12;
-        printf("split %2d order %d | %8.4f ms %7.1f TFLOPS E %.3f err %.2e %s%s\n", cfg[ci][0], cfg[ci][1], ms, tf,
-               tf / dense_tf, err, bsk_last_kernel(ctx), err < 2e-3 ? "" : "  WRONG");
+        printf("split %2d %s %d | %8.4f ms %7.1f TFLOPS E %.3f err %.2e %s%s\n", cfg[ci][0],
+               groups ? "col_groups" : "order", cfg[ci][1], ms, tf, tf / dense_tf, err, bsk_last_kernel(ctx),
+               err < 2e-3 ? "" : "  WRONG");
         fflush(stdout);
     }
     bsk_bsr_free(&A);

@@ -247,6 +247,36 @@ BSK_TEST(gpu_hopper_sddmm_b64_tiles)
    phases run on across items), item-major and part-major units, and the planner's own choice on a grid that
    leaves a one-round tail (5 CTAs, ~6 items: it splits the last one 5 ways). Results are
    bitwise the same on a second run (partials are added in part order, whatever the arrival order). */
+/* The column-group item order (knob col_groups, default off): G = 2, 3, 5 groups (the block columns not a multiple
+   of G, some groups of a row empty), uniform and skewed rows, b = 64 (both tile widths) and 128, beta 0 and not, a
+   grid of 3 CTAs (many items each) — every value against the reference, twice bitwise equal. */
+BSK_TEST(gpu_hopper_sddmm_col_groups)
+{
+    bsk_context *ctx = NULL;
+    const char *why = hs_skip_reason(&ctx);
+    if (why) SKIP(why);
+    const int groups[3] = {2, 3, 5};
+    for (int b = 64; b <= 128; b *= 2)
+        for (int v = 0; v < 3; v++) {
+            bsk__hopper_sddmm_tune = tune_default;
+            bsk__hopper_sddmm_tune.col_groups = groups[v];
+            if (b == 64 && v == 1) bsk__hopper_sddmm_tune.b64_blocks = 4;
+            if (v == 2) bsk__hopper_sddmm_tune.max_ctas = 3;
+            hs_case c = hs_default(b, v == 1 ? BSK_BF16 : BSK_F16, v == 2 ? BSK_F32 : (v == 1 ? BSK_BF16 : BSK_F16));
+            c.m = (int64_t)b * 11 + 5;
+            c.k = (int64_t)b * 17 + 3;
+            c.d = 200;
+            c.density = v == 0 ? 0.6 : 0.3;
+            c.pat = v == 1 ? BSK_PATTERN_SKEWED : BSK_PATTERN_UNIFORM;
+            c.beta = v == 2 ? 0.75f : 0.0f;
+            c.want = "hopper-sddmm";
+            c.reps = 2;
+            hs_run(t, ctx, &c, NULL);
+        }
+    bsk__hopper_sddmm_tune = tune_default;
+    bsk_destroy(ctx);
+}
+
 BSK_TEST(gpu_hopper_sddmm_split)
 {
     bsk_context *ctx = NULL;
@@ -348,13 +378,14 @@ BSK_TEST(gpu_hopper_sddmm_malformed_indices_safe)
     if (why) SKIP(why);
     bsk_rng *r = bsk_test_rng();
     for (int b = 64; b <= 128; b *= 2)
-        for (int v = 0; v < 3; v++) {
+        for (int v = 0; v < 4; v++) {
             bsk__hopper_sddmm_tune = tune_default;
             if (v == 1) bsk__hopper_sddmm_tune.b64_blocks = 4;
             if (v == 2) {
                 bsk__hopper_sddmm_tune.split = 3;
                 bsk__hopper_sddmm_tune.max_ctas = 4;
             }
+            if (v == 3) bsk__hopper_sddmm_tune.col_groups = 3; /* binary searches over out-of-order columns */
             const int64_t rows = 5 * b - 3, cols = 6 * b - 1, d = 136;
             bsk_bsr A, dA;
             REQUIRE_OK(bsk_bsr_random(rows, cols, b, b, 0.5, BSK_PATTERN_UNIFORM, bsk_rng_next(r), BSK_F32, &A));
@@ -462,6 +493,7 @@ BSK_TEST(gpu_hopper_sddmm_declines)
 BSK_TEST(gpu_hopper_sddmm_dtypes_blocks) { SKIP("built without CUDA"); }
 BSK_TEST(gpu_hopper_sddmm_b64_tiles) { SKIP("built without CUDA"); }
 BSK_TEST(gpu_hopper_sddmm_split) { SKIP("built without CUDA"); }
+BSK_TEST(gpu_hopper_sddmm_col_groups) { SKIP("built without CUDA"); }
 BSK_TEST(gpu_hopper_sddmm_empty_rows_and_nnz0) { SKIP("built without CUDA"); }
 BSK_TEST(gpu_hopper_sddmm_malformed_indices_safe) { SKIP("built without CUDA"); }
 BSK_TEST(gpu_hopper_sddmm_declines) { SKIP("built without CUDA"); }

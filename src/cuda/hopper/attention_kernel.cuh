@@ -267,16 +267,9 @@ __global__ void __launch_bounds__(384, 1)
                 if (item >= p.total) {
                     if (lane == 0) rec[2 * u] = make_int4(0, 0, 0, -1);
                     mbar_arrive(qfull0 + 8 * u);
-                    if (lane == 0) {
-                        /* this CTA's last fetch is done: the last CTA to get here resets the queue for the next
-                           launch (no memset between an earlier kernel and this one: it would break the PDL chain) */
-                        __threadfence();
-                        if (atomicAdd(p.counter + 1, 1u) == gridDim.x - 1) {
-                            __threadfence();
-                            atomicExch(p.counter, 0u);
-                            atomicExch(p.counter + 1, 0u);
-                        }
-                    }
+                    /* this CTA's last fetch is done: the last CTA to get here resets the queue for the next
+                       launch (no memset between an earlier kernel and this one: it would break the PDL chain) */
+                    if (lane == 0) queue_done_reset<1, 1u>(p.counter, gridDim.x);
                     break;
                 }
                 const int bh = (int)(item / (unsigned)mq), ii = (int)(item % (unsigned)mq);

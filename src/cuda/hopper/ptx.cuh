@@ -943,5 +943,23 @@ template <int R> __device__ __forceinline__ void setmaxnreg_dec()
 __device__ __forceinline__ void grid_dep_wait() { asm volatile("griddepcontrol.wait;\n" ::: "memory"); }
 __device__ __forceinline__ void grid_dep_launch() { asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory"); }
 
+/* ---------------------------------------------------------------- persistent work queues */
+
+/* Called once per CTA by one thread after the CTA has taken its last ticket: counts the CTA done in q[DONE], and
+   the last of `ctas` CTAs zeroes q[i] for each bit i of ZERO and q[DONE], so the next launch finds the queue at
+   zero without a memset (a memset between kernels would break the PDL chain; a work list cached per pattern skips
+   the prep kernel that would otherwise reset it). No CTA takes another ticket in this launch when this runs. */
+template <int DONE, unsigned ZERO> __device__ __forceinline__ void queue_done_reset(unsigned *q, unsigned ctas)
+{
+    __threadfence();
+    if (atomicAdd(q + DONE, 1u) == ctas - 1u) {
+        __threadfence();
+#pragma unroll
+        for (int i = 0; i < 32; i++)
+            if (ZERO >> i & 1u) atomicExch(q + i, 0u);
+        atomicExch(q + DONE, 0u);
+    }
+}
+
 } // namespace bsk_hopper
 #endif

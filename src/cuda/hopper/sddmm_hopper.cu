@@ -39,8 +39,12 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, floa
     if (bsk__hopper_sddmm_tune.max_ctas > 0 && bsk__hopper_sddmm_tune.max_ctas < grid)
         grid = bsk__hopper_sddmm_tune.max_ctas;
     if (grid < 1) grid = 1;
-    /* items: at most ceil(nnzb / GB) full or short ones plus one short one per row (well-formed row_ptr) */
-    const int64_t cap = (nnzb + CF::GB - 1) / CF::GB + mb;
+    /* items: at most ceil(nnzb / GB) full or short ones plus one short one per row (well-formed row_ptr), per
+       (row, column group) with the column-group order (knob col_groups) */
+    const int G = bsk__hopper_sddmm_tune.col_groups >= 2 && bsk__hopper_sddmm_tune.col_groups <= 64
+                      ? bsk__hopper_sddmm_tune.col_groups
+                      : 1;
+    const int64_t cap = (nnzb + CF::GB - 1) / CF::GB + mb * G;
     /* TMA coordinates, item and unit counts are 32-bit: leave giant shapes to the portable path. */
     if (M + 2 * CF::B >= INT32_MAX || K + 2 * CF::B >= INT32_MAX || D + 128 >= INT32_MAX ||
         cap + 8 * (int64_t)grid + 64 >= INT32_MAX || nnzb + 64 >= INT32_MAX)
@@ -82,10 +86,11 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, floa
 
     if ((s = bsk_hopper_allow_smem(sddmm_kernel<CF, DT>, CF::SMEM))) return s;
     const int force = bsk__hopper_sddmm_tune.split < 0 ? -1 : bsk__hopper_sddmm_tune.split;
-    sddmm_prep_kernel<<<1, 1024, 0, stream>>>(out->row_ptr, (int)mb, (int)nnzb, CF::GB, (int)cap, grid, chunks,
-                                              (int)slot_cap, force, bsk__hopper_sddmm_tune.split_order ? 1 : 0,
-                                              (int4 *)(w + off_items), (int *)(w + 64),
-                                              (unsigned *)w, (int *)(w + off_ctr));
+    sddmm_prep_kernel<<<1, 1024, 0, stream>>>(out->row_ptr, out->col_idx, (int)mb, (int)nb, (int)nnzb, CF::GB,
+                                              (int)cap, grid, chunks, (int)slot_cap, force,
+                                              bsk__hopper_sddmm_tune.split_order ? 1 : 0, G,
+                                              (int4 *)(w + off_items), (int *)(w + 64), (unsigned *)w,
+                                              (int *)(w + off_ctr));
     if ((s = BSK_CUDA_LAUNCH_CHECK())) return s;
 
     if ((s = bsk_hopper_launch(sddmm_kernel<CF, DT>, grid, CF::THREADS, CF::SMEM, stream,

@@ -130,12 +130,19 @@ __device__ __forceinline__ long long scan_excl_1024(long long v, long long *ws)
    the tail's estimated time 1/S + a beats 1 (a = 3/chunks: the per-part cost of the pipeline refill and the
    partial-tile exchange, in items), with S <= 8, S <= chunks and r·S <= slot_cap; force_split > 1 splits the
    last r items (r = 0: the last min(T, G)) into S parts regardless (tests, probes). Zeroes the queue head and the split counters.
+   col_groups G >= 2 (a knob, session 17's candidate for b = 64 at high density): items are cut at the boundaries of
+   G groups of ceil(nb / G) block columns (each row's blocks of a group are contiguous in a sorted row; the row's
+   first and last groups also take any column outside [0, nb)) and listed group by group, rows in order inside a
+   group, each (row, group) as full items then its short one — so a wave of CTAs reads the Y panels of one group
+   only. The group bounds come from binary searches over col_idx; on unsorted (malformed) rows they are still
+   inside the row, so items stay in bounds (some blocks then not computed).
    Lets the main kernel start at once (programmatic dependent launch); it waits for this kernel's memory
    before reading any of it. */
 __global__ void __launch_bounds__(1024, 1)
-    sddmm_prep_kernel(const int32_t *__restrict__ row_ptr, int mb, int nnzb, int gb, int cap, int grid, int chunks,
-                      int slot_cap, int force_split, int order, int4 *__restrict__ items, int *__restrict__ plan,
-                      unsigned *__restrict__ counter, int *__restrict__ ctr)
+    sddmm_prep_kernel(const int32_t *__restrict__ row_ptr, const int32_t *__restrict__ col_idx, int mb, int nb, int nnzb,
+                      int gb, int cap, int grid, int chunks, int slot_cap, int force_split, int order, int col_groups,
+                      int4 *__restrict__ items, int *__restrict__ plan, unsigned *__restrict__ counter,
+                      int *__restrict__ ctr)
 {
     grid_dep_launch();
     __shared__ long long ws[33];
@@ -145,37 +152,74 @@ __global__ void __launch_bounds__(1024, 1)
         const int re = min(max(row_ptr[i + 1], 0), nnzb);
         return max(re - rs, 0);
     };
-    /* pass 1: how many full items (the short ones go after them) */
-    long long nfull = 0;
-    for (int i = tid; i < mb; i += 1024) {
-        int rs;
-        nfull += row_range(i, rs) / gb;
-    }
-    (void)scan_excl_1024(nfull, ws);
-    const long long full_total = ws[32];
-    __syncthreads();
-    /* pass 2: write them, 1024 rows at a time */
-    long long off_f = 0, off_p = full_total;
-    for (int base = 0; base < mb; base += 1024) {
-        const int i = base + tid;
-        int rs = 0, len = 0;
-        if (i < mb) len = row_range(i, rs);
-        const long long nf = len / gb, np = (len % gb) != 0;
-        const long long ef = scan_excl_1024(nf, ws), tf = ws[32];
-        __syncthreads();
-        const long long ep = scan_excl_1024(np, ws), tp = ws[32];
-        __syncthreads();
-        for (long long k = 0; k < nf; ++k) {
-            const long long pos = off_f + ef + k;
-            if (pos >= cap) break;
-            items[pos] = make_int4(i, rs + (int)k * gb, gb, 0);
+    long long off_p = 0; /* items listed (before the cap) */
+    if (col_groups < 2) {
+        /* pass 1: how many full items (the short ones go after them) */
+        long long nfull = 0;
+        for (int i = tid; i < mb; i += 1024) {
+            int rs;
+            nfull += row_range(i, rs) / gb;
         }
-        if (np) {
-            const long long pos = off_p + ep;
-            if (pos < cap) items[pos] = make_int4(i, rs + (int)nf * gb, len - (int)nf * gb, 0);
+        (void)scan_excl_1024(nfull, ws);
+        const long long full_total = ws[32];
+        __syncthreads();
+        /* pass 2: write them, 1024 rows at a time */
+        long long off_f = 0;
+        off_p = full_total;
+        for (int base = 0; base < mb; base += 1024) {
+            const int i = base + tid;
+            int rs = 0, len = 0;
+            if (i < mb) len = row_range(i, rs);
+            const long long nf = len / gb, np = (len % gb) != 0;
+            const long long ef = scan_excl_1024(nf, ws), tf = ws[32];
+            __syncthreads();
+            const long long ep = scan_excl_1024(np, ws), tp = ws[32];
+            __syncthreads();
+            for (long long k = 0; k < nf; ++k) {
+                const long long pos = off_f + ef + k;
+                if (pos >= cap) break;
+                items[pos] = make_int4(i, rs + (int)k * gb, gb, 0);
+            }
+            if (np) {
+                const long long pos = off_p + ep;
+                if (pos < cap) items[pos] = make_int4(i, rs + (int)nf * gb, len - (int)nf * gb, 0);
+            }
+            off_f += tf;
+            off_p += tp;
         }
-        off_f += tf;
-        off_p += tp;
+    } else {
+        const int G = col_groups, cg = (nb + G - 1) / G;
+        auto lbound = [&](int lo, int hi, int key) -> int { /* first position in [lo, hi) with col_idx >= key */
+            while (lo < hi) {
+                const int m = (lo + hi) >> 1;
+                if (__ldg(col_idx + m) < key) lo = m + 1;
+                else hi = m;
+            }
+            return lo;
+        };
+        const long long pairs = (long long)G * mb; /* (group, row), group-major */
+        for (long long base = 0; base < pairs; base += 1024) {
+            const long long q = base + tid;
+            int i = 0, a = 0, n = 0;
+            if (q < pairs) {
+                const int g = (int)(q / mb);
+                i = (int)(q % mb);
+                int rs;
+                const int len = row_range(i, rs), e0 = rs + len;
+                a = g == 0 ? rs : lbound(rs, e0, g * cg);
+                const int e = g == G - 1 ? e0 : lbound(rs, e0, (g + 1) * cg);
+                n = max(e - a, 0);
+            }
+            const long long ni = (n + gb - 1) / gb;
+            const long long ex = scan_excl_1024(ni, ws), tot = ws[32];
+            __syncthreads();
+            for (long long k = 0; k < ni; ++k) {
+                const long long pos = off_p + ex + k;
+                if (pos >= cap) break;
+                items[pos] = make_int4(i, a + (int)k * gb, min(gb, n - (int)k * gb), 0);
+            }
+            off_p += tot;
+        }
     }
     if (tid == 0) {
         const long long T = min(off_p, (long long)cap);

@@ -845,15 +845,7 @@ __global__ void __launch_bounds__(384, 1)
                 /* the address taken afresh from the parameter (+ the clock's bit 63, 0 for centuries: else ptxas keeps
                    counter + 4 from the kernel's start live through the whole loop, an 8-byte spill in the paired-b64
                    producer) */
-                unsigned *q = p.counter + ((unsigned long long)clock64() >> 63);
-                __threadfence();
-                if (atomicAdd(q + 6, 1u) == gridDim.x / CF::CLUSTER - 1) {
-                    __threadfence();
-                    atomicExch(q, 0u);
-                    atomicExch(q + 2, 0u);
-                    atomicExch(q + 3, 0u);
-                    atomicExch(q + 6, 0u);
-                }
+                queue_done_reset<6, 0xdu>(p.counter + ((unsigned long long)clock64() >> 63), gridDim.x / CF::CLUSTER);
             }
         }
     } else {

@@ -655,14 +655,7 @@ __global__ void __launch_bounds__(384, 1)
                 if (lane == 0 && gs % CF::PW == (uint32_t)warp) open_stage(gs, make_int4(0, 0, 0, SM_END), 0);
                 /* this CTA has taken its last ticket (warp 0 takes them all): the last CTA to get here resets the
                    queue for the next launch (no CTA takes another ticket in this one) */
-                if (warp == 0 && lane == 0) {
-                    __threadfence();
-                    if (atomicAdd(p.counter + 1, 1u) == gridDim.x - 1) {
-                        __threadfence();
-                        atomicExch(p.counter, 0u);
-                        atomicExch(p.counter + 1, 0u);
-                    }
-                }
+                if (warp == 0 && lane == 0) queue_done_reset<1, 1u>(p.counter, gridDim.x);
                 break;
             }
             const unsigned pend = fetch(); /* the next item's ticket, taken one item ahead */
