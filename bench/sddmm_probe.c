@@ -1,6 +1,6 @@
 /* sddmm_probe.c — device probe for the Hopper SDDMM's schedule (src/cuda/hopper/sddmm_tune.h knobs): cuBLAS X·Yᵀ vs
    bsk_sddmm at M = K = D = 8192, fp16 in / out, b = 128 (--block 64: 64), uniform pattern, with the D split forced or
-   off, item-major or part-major — or with --groups, the column-group item order (col_groups 0 / 2 / 4 / 8) —
+   off, item-major or part-major — or with --groups, the column-group item order (col_groups 1 = rows / 2 / 3 / 4 / 6 / 0 = automatic) —
    alternated so each configuration is read early and late in the run.
    Timing: CUDA events around one call, 3 warm-ups, median of ITERS, L2 flushed (256 MB memset) before each timed
    call. Every configuration's values are checked against cuBLAS X·Yᵀ (fp32) on the kept blocks.
@@ -82,8 +82,8 @@ int main(int argc, char **argv)
     sddmm_arg sa = {ctx, &X, &Y, &A};
     /* split knob: -1 none, 0 the planner's choice, S >= 2 forced on the last items; order 1 part-major */
     const int cfg_split[][2] = {{-1, 0}, {0, 0}, {2, 1}, {3, 1}, {3, 0}, {4, 1}, {4, 1}, {3, 0}, {3, 1}, {2, 1}, {0, 0}, {-1, 0}};
-    /* --groups: {0, col_groups} (the planner's split either way) */
-    const int cfg_groups[][2] = {{0, 0}, {0, 2}, {0, 4}, {0, 8}, {0, 8}, {0, 4}, {0, 2}, {0, 0}};
+    /* --groups: {0, col_groups} (the planner's split either way; col_groups 1 = row order, 0 = automatic) */
+    const int cfg_groups[][2] = {{0, 1}, {0, 2}, {0, 3}, {0, 4}, {0, 6}, {0, 0}, {0, 0}, {0, 6}, {0, 4}, {0, 3}, {0, 2}, {0, 1}};
     const int (*cfg)[2] = groups ? cfg_groups : cfg_split;
     const int nc = groups ? (int)(sizeof cfg_groups / sizeof cfg_groups[0]) : (int)(sizeof cfg_split / sizeof cfg_split[0]);
     printf("SDDMM probe: %s, 8192^3 b%d d %.2f, nnzb %lld, cuBLAS X·Yᵀ %.1f TFLOPS\n", info.name, BLK, d,

@@ -25,6 +25,17 @@ typedef Cfg<64, 4, 5> Cfg64;    /* tile 64 x 256, 40 KB stages                  
    it; the planner's own one-round splits use at most one per CTA, forced ones up to four). */
 static const int SLOTS_PER_CTA = 4;
 
+/* The column-group item order (items cut at G groups of block columns, listed group-major: a wave of CTAs reads one
+   group's Y panels). Measured at 8192³ b64 (H200, session 18, `sddmm_col_groups_h200_2026-11-27_s18.txt`): d 0.5
+   G = 4 +17 % (the row order's L2 hit rate was 55 %), but d 0.25 −5 to −10 % and d 0.1 −20 to −50 % (a (row, group)
+   then holds fewer blocks than an item: short items, the X panel reloaded per item). So only for B = 64 when the
+   rows are long (≥ 6 items of GB blocks on average) and Y does not fit in L2 (≥ 64 MB of panels). */
+static const int COL_GROUPS = 4;
+static int col_groups_auto(int B, int gb, int64_t mb, int64_t nnzb, int64_t K, int64_t D)
+{
+    return B == 64 && nnzb >= 6 * (int64_t)gb * mb && K * D * 2 >= ((int64_t)64 << 20);
+}
+
 static size_t round256(size_t x) { return (x + 255) & ~(size_t)255; }
 
 template <class CF, int DT>
@@ -40,10 +51,9 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, floa
         grid = bsk__hopper_sddmm_tune.max_ctas;
     if (grid < 1) grid = 1;
     /* items: at most ceil(nnzb / GB) full or short ones plus one short one per row (well-formed row_ptr), per
-       (row, column group) with the column-group order (knob col_groups) */
-    const int G = bsk__hopper_sddmm_tune.col_groups >= 2 && bsk__hopper_sddmm_tune.col_groups <= 64
-                      ? bsk__hopper_sddmm_tune.col_groups
-                      : 1;
+       (row, column group) with the column-group order */
+    const int kg = bsk__hopper_sddmm_tune.col_groups;
+    const int G = kg >= 2 && kg <= 64 ? kg : kg == 0 && col_groups_auto(CF::B, CF::GB, mb, nnzb, K, D) ? COL_GROUPS : 1;
     const int64_t cap = (nnzb + CF::GB - 1) / CF::GB + mb * G;
     /* TMA coordinates, item and unit counts are 32-bit: leave giant shapes to the portable path. */
     if (M + 2 * CF::B >= INT32_MAX || K + 2 * CF::B >= INT32_MAX || D + 128 >= INT32_MAX ||

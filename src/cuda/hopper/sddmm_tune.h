@@ -14,7 +14,7 @@ struct bsk_hopper_sddmm_tune_s {
     int no_pdl;     /* 1: launch the main kernel without programmatic dependent launch                          */
     int split_order; /* 1: split units part-major (part 0 of every split item, then part 1, ...); 0: item-major  */
     int col_groups;  /* 2..64: items cut at that many block-column groups and listed group-major (a wave reads one
-                        group's Y panels; session 17's candidate for b = 64 at d 0.5, not yet measured); 0: rows    */
+                        group's Y panels); 1: row order; 0: automatic (sddmm_hopper.cu col_groups_auto)          */
 };
 extern struct bsk_hopper_sddmm_tune_s bsk__hopper_sddmm_tune;
 #ifdef __cplusplus
