@@ -28,12 +28,16 @@ static const int SLOTS_PER_CTA = 4;
 /* The column-group item order (items cut at G groups of block columns, listed group-major: a wave of CTAs reads one
    group's Y panels). Measured at 8192³ b64 (H200, session 18, `sddmm_col_groups_h200_2026-11-27_s18.txt`): d 0.5
    G = 4 +17 % (the row order's L2 hit rate was 55 %), but d 0.25 −5 to −10 % and d 0.1 −20 to −50 % (a (row, group)
-   then holds fewer blocks than an item: short items, the X panel reloaded per item). So only for B = 64 when the
-   rows are long (≥ 6 items of GB blocks on average) and Y does not fit in L2 (≥ 64 MB of panels). */
-static const int COL_GROUPS = 4;
+   then holds fewer blocks than an item: short items, the X panel reloaded per item); d 0.375 +3–5 % (G = 3 +6 %),
+   d 0.75 +41 %; b128 d 0.5 G = 2 +2.3 %, d 0.25 −6 %, d 0.1 level. So only when Y does not fit in L2 (≥ 64 MB of
+   panels) and the rows are long: G = 4 at B = 64 with ≥ 6 items of GB blocks per row on average, G = 2 at B = 128
+   with ≥ 12. */
 static int col_groups_auto(int B, int gb, int64_t mb, int64_t nnzb, int64_t K, int64_t D)
 {
-    return B == 64 && nnzb >= 6 * (int64_t)gb * mb && K * D * 2 >= ((int64_t)64 << 20);
+    if (K * D * 2 < ((int64_t)64 << 20)) return 1;
+    if (B == 64 && nnzb >= 6 * (int64_t)gb * mb) return 4;
+    if (B == 128 && nnzb >= 12 * (int64_t)gb * mb) return 2;
+    return 1;
 }
 
 static size_t round256(size_t x) { return (x + 255) & ~(size_t)255; }
@@ -53,7 +57,7 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, floa
     /* items: at most ceil(nnzb / GB) full or short ones plus one short one per row (well-formed row_ptr), per
        (row, column group) with the column-group order */
     const int kg = bsk__hopper_sddmm_tune.col_groups;
-    const int G = kg >= 2 && kg <= 64 ? kg : kg == 0 && col_groups_auto(CF::B, CF::GB, mb, nnzb, K, D) ? COL_GROUPS : 1;
+    const int G = kg >= 2 && kg <= 64 ? kg : kg == 0 ? col_groups_auto(CF::B, CF::GB, mb, nnzb, K, D) : 1;
     const int64_t cap = (nnzb + CF::GB - 1) / CF::GB + mb * G;
     /* TMA coordinates, item and unit counts are 32-bit: leave giant shapes to the portable path. */
     if (M + 2 * CF::B >= INT32_MAX || K + 2 * CF::B >= INT32_MAX || D + 128 >= INT32_MAX ||
@@ -99,6 +103,7 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, floa
     sddmm_prep_kernel<<<1, 1024, 0, stream>>>(out->row_ptr, out->col_idx, (int)mb, (int)nb, (int)nnzb, CF::GB,
                                               (int)cap, grid, chunks, (int)slot_cap, force,
                                               bsk__hopper_sddmm_tune.split_order ? 1 : 0, G,
+                                              bsk__hopper_sddmm_tune.cut != 1,
                                               (int4 *)(w + off_items), (int *)(w + 64), (unsigned *)w,
                                               (int *)(w + off_ctr));
     if ((s = BSK_CUDA_LAUNCH_CHECK())) return s;

@@ -123,24 +123,26 @@ __device__ __forceinline__ long long scan_excl_1024(long long v, long long *ws)
     return ws[w] + x - v;
 }
 
-/* One CTA of 1024 threads. Lists the items: row i (blocks [rs, re) after clamping) gives floor(len/GB) full
-   items, row-major, then one short item per row with len % GB blocks, after all full ones; at most `cap`
-   items (the workspace's room; only malformed row_ptr can ask for more). Then plans the schedule (thread 0):
+/* One CTA of 1024 threads. Lists the items: row i (blocks [rs, re) after clamping) gives ceil(len/GB) items,
+   row-major, balanced (each floor or ceil of len / items blocks: the items of a wave then take about the same
+   time, where GB-block items with one short one per row left a ragged last wave — session 18); with balanced = 0
+   (a knob, for A/B) floor(len/GB) full items, then one short item per row with len % GB blocks after all full
+   ones. At most `cap` items (the workspace's room; only malformed row_ptr can ask for more). Then plans the schedule (thread 0):
    with T items on G CTAs, T = k·G + r, the last r items are split into S parts when r·S <= G (one round) and
    the tail's estimated time 1/S + a beats 1 (a = 3/chunks: the per-part cost of the pipeline refill and the
    partial-tile exchange, in items), with S <= 8, S <= chunks and r·S <= slot_cap; force_split > 1 splits the
    last r items (r = 0: the last min(T, G)) into S parts regardless (tests, probes). Zeroes the queue head and the split counters.
-   col_groups G >= 2 (a knob, session 17's candidate for b = 64 at high density): items are cut at the boundaries of
-   G groups of ceil(nb / G) block columns (each row's blocks of a group are contiguous in a sorted row; the row's
-   first and last groups also take any column outside [0, nb)) and listed group by group, rows in order inside a
-   group, each (row, group) as full items then its short one — so a wave of CTAs reads the Y panels of one group
-   only. The group bounds come from binary searches over col_idx; on unsorted (malformed) rows they are still
+   col_groups G >= 2 (b = 64 with long rows, sddmm_hopper.cu): items are cut at the boundaries of G groups of
+   ceil(nb / G) block columns (each row's blocks of a group are contiguous in a sorted row; the row's first and
+   last groups also take any column outside [0, nb)) and listed group by group, rows in order inside a group, each
+   (row, group) cut as a row is — so a wave of CTAs reads the Y panels of one group only. The group bounds come from binary searches over col_idx; on unsorted (malformed) rows they are still
    inside the row, so items stay in bounds (some blocks then not computed).
    Lets the main kernel start at once (programmatic dependent launch); it waits for this kernel's memory
    before reading any of it. */
 __global__ void __launch_bounds__(1024, 1)
     sddmm_prep_kernel(const int32_t *__restrict__ row_ptr, const int32_t *__restrict__ col_idx, int mb, int nb, int nnzb,
                       int gb, int cap, int grid, int chunks, int slot_cap, int force_split, int order, int col_groups,
+                      int balanced,
                       int4 *__restrict__ items, int *__restrict__ plan, unsigned *__restrict__ counter,
                       int *__restrict__ ctr)
 {
@@ -153,7 +155,7 @@ __global__ void __launch_bounds__(1024, 1)
         return max(re - rs, 0);
     };
     long long off_p = 0; /* items listed (before the cap) */
-    if (col_groups < 2) {
+    if (!balanced && col_groups < 2) {
         /* pass 1: how many full items (the short ones go after them) */
         long long nfull = 0;
         for (int i = tid; i < mb; i += 1024) {
@@ -188,7 +190,7 @@ __global__ void __launch_bounds__(1024, 1)
             off_p += tp;
         }
     } else {
-        const int G = col_groups, cg = (nb + G - 1) / G;
+        const int G = max(col_groups, 1), cg = (nb + G - 1) / G;
         auto lbound = [&](int lo, int hi, int key) -> int { /* first position in [lo, hi) with col_idx >= key */
             while (lo < hi) {
                 const int m = (lo + hi) >> 1;
@@ -213,10 +215,14 @@ __global__ void __launch_bounds__(1024, 1)
             const long long ni = (n + gb - 1) / gb;
             const long long ex = scan_excl_1024(ni, ws), tot = ws[32];
             __syncthreads();
+            /* balanced: the segment's ni items take n / ni or n / ni + 1 blocks each (the longer first) */
+            const int bq = ni ? n / (int)ni : 0, br = ni ? n % (int)ni : 0;
             for (long long k = 0; k < ni; ++k) {
                 const long long pos = off_p + ex + k;
                 if (pos >= cap) break;
-                items[pos] = make_int4(i, a + (int)k * gb, min(gb, n - (int)k * gb), 0);
+                const int kk = (int)k;
+                items[pos] = balanced ? make_int4(i, a + kk * bq + min(kk, br), bq + (kk < br), 0)
+                                      : make_int4(i, a + kk * gb, min(gb, n - kk * gb), 0);
             }
             off_p += tot;
         }
