@@ -262,7 +262,6 @@ BSK_TEST(gpu_hopper_sddmm_col_groups)
             bsk__hopper_sddmm_tune = tune_default;
             bsk__hopper_sddmm_tune.col_groups = groups[v];
             if (b == 64 && v == 1) bsk__hopper_sddmm_tune.b64_blocks = 4;
-            if (v == 1) bsk__hopper_sddmm_tune.cut = 1; /* GB-block items per (row, group), then a short one */
             if (v == 2) bsk__hopper_sddmm_tune.max_ctas = 3;
             hs_case c = hs_default(b, v == 1 ? BSK_BF16 : BSK_F16, v == 2 ? BSK_F32 : (v == 1 ? BSK_BF16 : BSK_F16));
             c.m = (int64_t)b * 11 + 5;
@@ -384,7 +383,6 @@ BSK_TEST(gpu_hopper_sddmm_malformed_indices_safe)
             bsk__hopper_sddmm_tune = tune_default;
             if (v == 1) bsk__hopper_sddmm_tune.b64_blocks = 4;
             if (v == 2) {
-                bsk__hopper_sddmm_tune.cut = 1; /* GB-block items, then the short ones */
                 bsk__hopper_sddmm_tune.split = 3;
                 bsk__hopper_sddmm_tune.max_ctas = 4;
             }

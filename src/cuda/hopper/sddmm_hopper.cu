@@ -103,7 +103,6 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, floa
     sddmm_prep_kernel<<<1, 1024, 0, stream>>>(out->row_ptr, out->col_idx, (int)mb, (int)nb, (int)nnzb, CF::GB,
                                               (int)cap, grid, chunks, (int)slot_cap, force,
                                               bsk__hopper_sddmm_tune.split_order ? 1 : 0, G,
-                                              bsk__hopper_sddmm_tune.cut != 1,
                                               (int4 *)(w + off_items), (int *)(w + 64), (unsigned *)w,
                                               (int *)(w + off_ctr));
     if ((s = BSK_CUDA_LAUNCH_CHECK())) return s;

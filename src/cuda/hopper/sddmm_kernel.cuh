@@ -7,11 +7,11 @@
    the contiguous one), so a stage is one TMA box of X rows and one box of Y rows per block, each 64 D-columns
    wide, 128-byte swizzled, and wgmma reads both with the same descriptor shape (A K-major, B K-major).
 
-   Work item = GB consecutive blocks of one block row (the row's X panel is loaded once per stage for all of
+   Work item = up to GB consecutive blocks of one block row (the row's X panel is loaded once per stage for all of
    them): B = 128: GB = 2, tile 128 x 256, consumer warpgroup c takes rows 64c.. (m64n256); B = 64: GB = 4 or 8,
    tile 64 x 256 / 64 x 512, consumer c takes the blocks q with q % 2 == c (m64n128 / m64n256), so a short item
    (fewer than GB blocks) still keeps both consumers busy. A consumer whose blocks fit in 128 columns issues
-   m64n128 instead of m64n256 (half the tensor work for the last, short item of a row).
+   m64n128 instead of m64n256 (half the tensor work for items of up to 4 blocks).
 
    The D loop is long (D/64 stages per item) and the items are few (b = 128, d = 0.1 at 8192^2: ~205 items for
    132 SMs), so whole items quantise badly: 1.55 waves run as 2. A prep kernel (one CTA) lists the items (full
@@ -123,26 +123,26 @@ __device__ __forceinline__ long long scan_excl_1024(long long v, long long *ws)
     return ws[w] + x - v;
 }
 
-/* One CTA of 1024 threads. Lists the items: row i (blocks [rs, re) after clamping) gives ceil(len/GB) items,
-   row-major, balanced (each floor or ceil of len / items blocks: the items of a wave then take about the same
-   time, where GB-block items with one short one per row left a ragged last wave — session 18); with balanced = 0
-   (a knob, for A/B) floor(len/GB) full items, then one short item per row with len % GB blocks after all full
-   ones. At most `cap` items (the workspace's room; only malformed row_ptr can ask for more). Then plans the schedule (thread 0):
-   with T items on G CTAs, T = k·G + r, the last r items are split into S parts when r·S <= G (one round) and
-   the tail's estimated time 1/S + a beats 1 (a = 3/chunks: the per-part cost of the pipeline refill and the
-   partial-tile exchange, in items), with S <= 8, S <= chunks and r·S <= slot_cap; force_split > 1 splits the
-   last r items (r = 0: the last min(T, G)) into S parts regardless (tests, probes). Zeroes the queue head and the split counters.
-   col_groups G >= 2 (b = 64 with long rows, sddmm_hopper.cu): items are cut at the boundaries of G groups of
-   ceil(nb / G) block columns (each row's blocks of a group are contiguous in a sorted row; the row's first and
-   last groups also take any column outside [0, nb)) and listed group by group, rows in order inside a group, each
-   (row, group) cut as a row is — so a wave of CTAs reads the Y panels of one group only. The group bounds come from binary searches over col_idx; on unsorted (malformed) rows they are still
-   inside the row, so items stay in bounds (some blocks then not computed).
+/* One CTA of 1024 threads. Lists the items: the blocks of row i ([rs, re) after clamping) are cut into
+   ceil(len / GB) items of floor or ceil(len / items) blocks each, row-major — balanced, so the items of a wave
+   take about the same time (session 17's cut, GB-block items and one short one per row listed after all full
+   ones, measured b128 d 0.1 −1.8 %, b64 d 0.5 −1.3 %, level elsewhere: session 18). With col_groups G >= 2
+   (sddmm_hopper.cu decides) the rows are first cut at the boundaries of G groups of ceil(nb / G) block columns
+   (a group's blocks are contiguous in a sorted row; the row's first and last groups also take any column outside
+   [0, nb)) and the (row, group) segments are listed group by group, rows in order inside a group, each cut as a
+   row is — so a wave of CTAs reads the Y panels of one group only. The group bounds come from binary searches
+   over col_idx; on unsorted (malformed) rows they are still inside the row, so items stay in bounds (some blocks
+   then not computed). At most `cap` items (the workspace's room; only malformed row_ptr can ask for more).
+   Then plans the schedule (thread 0): with T items on G CTAs, T = k·G + r, the last r items are split into S
+   parts when r·S <= G (one round) and the tail's estimated time 1/S + a beats 1 (a = 3/chunks: the per-part cost
+   of the pipeline refill and the partial-tile exchange, in items), with S <= 8, S <= chunks and r·S <= slot_cap;
+   force_split > 1 splits the last r items (r = 0: the last min(T, G)) into S parts regardless (tests, probes).
+   Zeroes the queue head and the split counters.
    Lets the main kernel start at once (programmatic dependent launch); it waits for this kernel's memory
    before reading any of it. */
 __global__ void __launch_bounds__(1024, 1)
     sddmm_prep_kernel(const int32_t *__restrict__ row_ptr, const int32_t *__restrict__ col_idx, int mb, int nb, int nnzb,
                       int gb, int cap, int grid, int chunks, int slot_cap, int force_split, int order, int col_groups,
-                      int balanced,
                       int4 *__restrict__ items, int *__restrict__ plan, unsigned *__restrict__ counter,
                       int *__restrict__ ctr)
 {
@@ -155,77 +155,40 @@ __global__ void __launch_bounds__(1024, 1)
         return max(re - rs, 0);
     };
     long long off_p = 0; /* items listed (before the cap) */
-    if (!balanced && col_groups < 2) {
-        /* pass 1: how many full items (the short ones go after them) */
-        long long nfull = 0;
-        for (int i = tid; i < mb; i += 1024) {
+    const int G = max(col_groups, 1), cg = (nb + G - 1) / G;
+    auto lbound = [&](int lo, int hi, int key) -> int { /* first position in [lo, hi) with col_idx >= key */
+        while (lo < hi) {
+            const int m = (lo + hi) >> 1;
+            if (__ldg(col_idx + m) < key) lo = m + 1;
+            else hi = m;
+        }
+        return lo;
+    };
+    const long long pairs = (long long)G * mb; /* (group, row), group-major */
+    for (long long base = 0; base < pairs; base += 1024) {
+        const long long q = base + tid;
+        int i = 0, a = 0, n = 0;
+        if (q < pairs) {
+            const int g = (int)(q / mb);
+            i = (int)(q % mb);
             int rs;
-            nfull += row_range(i, rs) / gb;
+            const int len = row_range(i, rs), e0 = rs + len;
+            a = g == 0 ? rs : lbound(rs, e0, g * cg);
+            const int e = g == G - 1 ? e0 : lbound(rs, e0, (g + 1) * cg);
+            n = max(e - a, 0);
         }
-        (void)scan_excl_1024(nfull, ws);
-        const long long full_total = ws[32];
+        const long long ni = (n + gb - 1) / gb;
+        const long long ex = scan_excl_1024(ni, ws), tot = ws[32];
         __syncthreads();
-        /* pass 2: write them, 1024 rows at a time */
-        long long off_f = 0;
-        off_p = full_total;
-        for (int base = 0; base < mb; base += 1024) {
-            const int i = base + tid;
-            int rs = 0, len = 0;
-            if (i < mb) len = row_range(i, rs);
-            const long long nf = len / gb, np = (len % gb) != 0;
-            const long long ef = scan_excl_1024(nf, ws), tf = ws[32];
-            __syncthreads();
-            const long long ep = scan_excl_1024(np, ws), tp = ws[32];
-            __syncthreads();
-            for (long long k = 0; k < nf; ++k) {
-                const long long pos = off_f + ef + k;
-                if (pos >= cap) break;
-                items[pos] = make_int4(i, rs + (int)k * gb, gb, 0);
-            }
-            if (np) {
-                const long long pos = off_p + ep;
-                if (pos < cap) items[pos] = make_int4(i, rs + (int)nf * gb, len - (int)nf * gb, 0);
-            }
-            off_f += tf;
-            off_p += tp;
+        /* balanced: the segment's ni items take n / ni or n / ni + 1 blocks each (the longer first) */
+        const int bq = ni ? n / (int)ni : 0, br = ni ? n % (int)ni : 0;
+        for (long long k = 0; k < ni; ++k) {
+            const long long pos = off_p + ex + k;
+            if (pos >= cap) break;
+            const int kk = (int)k;
+            items[pos] = make_int4(i, a + kk * bq + min(kk, br), bq + (kk < br), 0);
         }
-    } else {
-        const int G = max(col_groups, 1), cg = (nb + G - 1) / G;
-        auto lbound = [&](int lo, int hi, int key) -> int { /* first position in [lo, hi) with col_idx >= key */
-            while (lo < hi) {
-                const int m = (lo + hi) >> 1;
-                if (__ldg(col_idx + m) < key) lo = m + 1;
-                else hi = m;
-            }
-            return lo;
-        };
-        const long long pairs = (long long)G * mb; /* (group, row), group-major */
-        for (long long base = 0; base < pairs; base += 1024) {
-            const long long q = base + tid;
-            int i = 0, a = 0, n = 0;
-            if (q < pairs) {
-                const int g = (int)(q / mb);
-                i = (int)(q % mb);
-                int rs;
-                const int len = row_range(i, rs), e0 = rs + len;
-                a = g == 0 ? rs : lbound(rs, e0, g * cg);
-                const int e = g == G - 1 ? e0 : lbound(rs, e0, (g + 1) * cg);
-                n = max(e - a, 0);
-            }
-            const long long ni = (n + gb - 1) / gb;
-            const long long ex = scan_excl_1024(ni, ws), tot = ws[32];
-            __syncthreads();
-            /* balanced: the segment's ni items take n / ni or n / ni + 1 blocks each (the longer first) */
-            const int bq = ni ? n / (int)ni : 0, br = ni ? n % (int)ni : 0;
-            for (long long k = 0; k < ni; ++k) {
-                const long long pos = off_p + ex + k;
-                if (pos >= cap) break;
-                const int kk = (int)k;
-                items[pos] = balanced ? make_int4(i, a + kk * bq + min(kk, br), bq + (kk < br), 0)
-                                      : make_int4(i, a + kk * gb, min(gb, n - kk * gb), 0);
-            }
-            off_p += tot;
-        }
+        off_p += tot;
     }
     if (tid == 0) {
         const long long T = min(off_p, (long long)cap);

@@ -13,7 +13,6 @@ struct bsk_hopper_sddmm_tune_s {
     int max_ctas;   /* cap on the persistent grid (0: one CTA per SM)                                            */
     int no_pdl;     /* 1: launch the main kernel without programmatic dependent launch                          */
     int split_order; /* 1: split units part-major (part 0 of every split item, then part 1, ...); 0: item-major  */
-    int cut;         /* 1: a row's items GB blocks each, then one short one (session 17); 0: balanced cut       */
     int col_groups;  /* 2..64: items cut at that many block-column groups and listed group-major (a wave reads one
                         group's Y panels); 1: row order; 0: automatic (sddmm_hopper.cu col_groups_auto)          */
 };
