@@ -4,7 +4,8 @@
    alternated so each configuration is read early and late in the run.
    Timing: CUDA events around one call, 3 warm-ups, median of ITERS, L2 flushed (256 MB memset) before each timed
    call. Every configuration's values are checked against cuBLAS X·Yᵀ (fp32) on the kept blocks.
-   Usage: sddmm_probe [--d 0.1] [--block 64|128] [--groups] [--iters N] — built by `make probes`, run by hand on the
+   --ctas alternates the persistent grid (max_ctas 0 = one CTA per SM / 120 / 110 / 100 / 88 / 66).
+   Usage: sddmm_probe [--d 0.1] [--block 64|128] [--groups | --ctas] [--iters N] — built by `make probes`, run by hand on the
    device machine. */
 #include "probe_util.h"
 
@@ -43,12 +44,13 @@ static void run_xyt(void *p)
 int main(int argc, char **argv)
 {
     double d = 0.10;
-    int groups = 0;
+    int groups = 0, ctas = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--d") && i + 1 < argc) d = atof(argv[++i]);
         else if (!strcmp(argv[i], "--iters") && i + 1 < argc) ITERS = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--block") && i + 1 < argc) BLK = atoi(argv[++i]) == 64 ? 64 : 128;
         else if (!strcmp(argv[i], "--groups")) groups = 1;
+        else if (!strcmp(argv[i], "--ctas")) ctas = 1;
     }
     cublasHandle_t h;
     bsk_context *ctx;
@@ -84,15 +86,22 @@ int main(int argc, char **argv)
     const int cfg_split[][2] = {{-1, 0}, {0, 0}, {2, 1}, {3, 1}, {3, 0}, {4, 1}, {4, 1}, {3, 0}, {3, 1}, {2, 1}, {0, 0}, {-1, 0}};
     /* --groups: {0, col_groups} (the planner's split either way; col_groups 1 = row order, 0 = automatic) */
     const int cfg_groups[][2] = {{0, 1}, {0, 2}, {0, 3}, {0, 4}, {0, 6}, {0, 0}, {0, 0}, {0, 6}, {0, 4}, {0, 3}, {0, 2}, {0, 1}};
-    const int (*cfg)[2] = groups ? cfg_groups : cfg_split;
-    const int nc = groups ? (int)(sizeof cfg_groups / sizeof cfg_groups[0]) : (int)(sizeof cfg_split / sizeof cfg_split[0]);
+    /* --ctas: {0, max_ctas} (0 = one CTA per SM; the defaults otherwise) */
+    const int cfg_ctas[][2] = {{0, 0}, {0, 120}, {0, 110}, {0, 100}, {0, 88}, {0, 66},
+                               {0, 66}, {0, 88}, {0, 100}, {0, 110}, {0, 120}, {0, 0}};
+    const int (*cfg)[2] = ctas ? cfg_ctas : groups ? cfg_groups : cfg_split;
+    const int nc = ctas     ? (int)(sizeof cfg_ctas / sizeof cfg_ctas[0])
+                   : groups ? (int)(sizeof cfg_groups / sizeof cfg_groups[0])
+                            : (int)(sizeof cfg_split / sizeof cfg_split[0]);
+    const int dflt = groups || ctas; /* the split knobs at their defaults */
     printf("SDDMM probe: %s, 8192^3 b%d d %.2f, nnzb %lld, cuBLAS X·Yᵀ %.1f TFLOPS\n", info.name, BLK, d,
            (long long)A.nnzb, dense_tf);
     for (int ci = 0; ci < nc; ci++) {
         memset(&bsk__hopper_sddmm_tune, 0, sizeof bsk__hopper_sddmm_tune);
-        bsk__hopper_sddmm_tune.split = groups ? 0 : cfg[ci][0];
-        bsk__hopper_sddmm_tune.split_order = groups ? 0 : cfg[ci][1];
+        bsk__hopper_sddmm_tune.split = dflt ? 0 : cfg[ci][0];
+        bsk__hopper_sddmm_tune.split_order = dflt ? 0 : cfg[ci][1];
         bsk__hopper_sddmm_tune.col_groups = groups ? cfg[ci][1] : 0;
+        bsk__hopper_sddmm_tune.max_ctas = ctas ? cfg[ci][1] : 0;
         CK(cudaMemset(A.values, 0xff, nv * 2)); /* NaN poison */
         run_sddmm(&sa);
         CS(bsk_synchronize(ctx));
@@ -113,7 +122,7 @@ int main(int argc, char **argv)
         const double ms = probe_time(run_sddmm, &sa, ITERS, flush_buf, FLUSH, ev0, ev1, NULL);
         const double tf = 2.0 * (double)A.nnzb * BLK * BLK * S_ / (ms * 1e-3) * 1e-12;
         printf("split %2d %s %d | %8.4f ms %7.1f TFLOPS E %.3f err %.2e %s%s\n", cfg[ci][0],
-               groups ? "col_groups" : "order", cfg[ci][1], ms, tf, tf / dense_tf, err, bsk_last_kernel(ctx),
+               ctas ? "max_ctas" : groups ? "col_groups" : "order", cfg[ci][1], ms, tf, tf / dense_tf, err, bsk_last_kernel(ctx),
                err < 2e-3 ? "" : "  WRONG");
         fflush(stdout);
     }
