@@ -243,22 +243,19 @@ BSK_TEST(gpu_hopper_sddmm_b64_tiles)
     bsk_destroy(ctx);
 }
 
-/* The D split and its reduction: forced S on small persistent grids (each CTA takes many units, the ring's
-   phases run on across items), item-major and part-major units, and the planner's own choice on a grid that
-   leaves a one-round tail (5 CTAs, ~6 items: it splits the last one 5 ways). Results are
-   bitwise the same on a second run (partials are added in part order, whatever the arrival order). */
-/* The column-group item order (knob col_groups; automatic only at b = 64 with long rows and >= 64 MB of Y, see
-   sddmm_hopper.cu): G = 4, 3, 5 groups (the block columns not a multiple
-   of G, some groups of a row empty), uniform and skewed rows, b = 64 (both tile widths) and 128, beta 0 and not, a
-   grid of 3 CTAs (many items each) — every value against the reference, twice bitwise equal. */
+/* The column-group item order (knob col_groups; automatic only with long rows and >= 64 MB of Y, see
+   sddmm_hopper.cu): G = 4, 3, 5 groups (the block columns not a multiple of G, some groups of a row empty) and G = 24
+   (more groups than block columns: one-column groups, empty groups past the last column), uniform and skewed rows,
+   b = 64 (both tile widths) and 128, beta 0 and not, a grid of 3 CTAs (many items each) — every value against the
+   reference, twice bitwise equal. */
 BSK_TEST(gpu_hopper_sddmm_col_groups)
 {
     bsk_context *ctx = NULL;
     const char *why = hs_skip_reason(&ctx);
     if (why) SKIP(why);
-    const int groups[3] = {4, 3, 5};
+    const int groups[4] = {4, 3, 5, 24};
     for (int b = 64; b <= 128; b *= 2)
-        for (int v = 0; v < 3; v++) {
+        for (int v = 0; v < 4; v++) {
             bsk__hopper_sddmm_tune = tune_default;
             bsk__hopper_sddmm_tune.col_groups = groups[v];
             if (b == 64 && v == 1) bsk__hopper_sddmm_tune.b64_blocks = 4;
@@ -278,6 +275,10 @@ BSK_TEST(gpu_hopper_sddmm_col_groups)
     bsk_destroy(ctx);
 }
 
+/* The D split and its reduction: forced S on small persistent grids (each CTA takes many units, the ring's
+   phases run on across items), item-major and part-major units, and the planner's own choice on a grid that
+   leaves a one-round tail (5 CTAs, ~6 items: it splits the last one 5 ways). Results are
+   bitwise the same on a second run (partials are added in part order, whatever the arrival order). */
 BSK_TEST(gpu_hopper_sddmm_split)
 {
     bsk_context *ctx = NULL;

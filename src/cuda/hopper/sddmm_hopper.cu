@@ -30,13 +30,13 @@ static const int SLOTS_PER_CTA = 4;
    G = 4 +17 % (the row order's L2 hit rate was 55 %), but d 0.25 −5 to −10 % and d 0.1 −20 to −50 % (a (row, group)
    then holds fewer blocks than an item: short items, the X panel reloaded per item); d 0.375 +3–5 % (G = 3 +6 %),
    d 0.75 +41 %; b128 d 0.5 G = 2 +2.3 %, d 0.25 −6 %, d 0.1 level. So only when Y does not fit in L2 (≥ 64 MB of
-   panels) and the rows are long: G = 4 at B = 64 with ≥ 6 items of GB blocks per row on average, G = 2 at B = 128
-   with ≥ 12. */
-static int col_groups_auto(int B, int gb, int64_t mb, int64_t nnzb, int64_t K, int64_t D)
+   panels) and the rows are long: G = 4 at B = 64 with ≥ 48 blocks per row on average (6 items of the default
+   8), G = 2 at B = 128 with ≥ 24 (12 items of 2). */
+static int col_groups_auto(int B, int64_t mb, int64_t nnzb, int64_t K, int64_t D)
 {
     if (K * D * 2 < ((int64_t)64 << 20)) return 1;
-    if (B == 64 && nnzb >= 6 * (int64_t)gb * mb) return 4;
-    if (B == 128 && nnzb >= 12 * (int64_t)gb * mb) return 2;
+    if (B == 64 && nnzb >= 48 * mb) return 4;
+    if (B == 128 && nnzb >= 24 * mb) return 2;
     return 1;
 }
 
@@ -54,10 +54,10 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, floa
     if (bsk__hopper_sddmm_tune.max_ctas > 0 && bsk__hopper_sddmm_tune.max_ctas < grid)
         grid = bsk__hopper_sddmm_tune.max_ctas;
     if (grid < 1) grid = 1;
-    /* items: at most ceil(nnzb / GB) full or short ones plus one short one per row (well-formed row_ptr), per
-       (row, column group) with the column-group order */
+    /* items: ceil(n / GB) per (row, column group) segment of n blocks, so at most ceil(nnzb / GB) plus one per
+       segment (well-formed row_ptr; the prep kernel stops at cap otherwise) */
     const int kg = bsk__hopper_sddmm_tune.col_groups;
-    const int G = kg >= 2 && kg <= 64 ? kg : kg == 0 ? col_groups_auto(CF::B, CF::GB, mb, nnzb, K, D) : 1;
+    const int G = kg >= 2 && kg <= 64 ? kg : kg == 0 ? col_groups_auto(CF::B, mb, nnzb, K, D) : 1;
     const int64_t cap = (nnzb + CF::GB - 1) / CF::GB + mb * G;
     /* TMA coordinates, item and unit counts are 32-bit: leave giant shapes to the portable path. */
     if (M + 2 * CF::B >= INT32_MAX || K + 2 * CF::B >= INT32_MAX || D + 128 >= INT32_MAX ||

@@ -10,13 +10,14 @@
    Work item = up to GB consecutive blocks of one block row (the row's X panel is loaded once per stage for all of
    them): B = 128: GB = 2, tile 128 x 256, consumer warpgroup c takes rows 64c.. (m64n256); B = 64: GB = 4 or 8,
    tile 64 x 256 / 64 x 512, consumer c takes the blocks q with q % 2 == c (m64n128 / m64n256), so a short item
-   (fewer than GB blocks) still keeps both consumers busy. A consumer whose blocks fit in 128 columns issues
-   m64n128 instead of m64n256 (half the tensor work for items of up to 4 blocks).
+   (fewer than GB blocks) still keeps both consumers busy. A consumer always issues its full-width wgmma (one
+   with no block skips it): the columns of blocks past the item's end read whatever the slot holds and are not
+   stored (the tensor work of a short item is wasted, not the bytes: nothing is loaded for them).
 
    The D loop is long (D/64 stages per item) and the items are few (b = 128, d = 0.1 at 8192^2: ~205 items for
-   132 SMs), so whole items quantise badly: 1.55 waves run as 2. A prep kernel (one CTA) lists the items (full
-   ones row by row first: concurrent CTAs share X panels and run in D-phase, so each 64-column chunk of a panel
-   is read from DRAM about once per wave; short ones last) and plans the schedule: when the last, partial wave
+   132 SMs), so whole items quantise badly: 1.55 waves run as 2. A prep kernel (one CTA) lists the items (row by
+   row, or column group by column group, each row's items balanced: concurrent CTAs share X panels and run in
+   D-phase, so each 64-column chunk of a panel is read from DRAM about once per wave) and plans the schedule: when the last, partial wave
    of r items can run as one round of r·S <= G units, its items are split along D into S parts (small problems:
    T < G items spread over the SMs). More rounds are not planned: units of different items at different D
    offsets at once lose the sharing of panels between items (measured slower; the knobs still force it). The
@@ -131,8 +132,8 @@ __device__ __forceinline__ long long scan_excl_1024(long long v, long long *ws)
    (a group's blocks are contiguous in a sorted row; the row's first and last groups also take any column outside
    [0, nb)) and the (row, group) segments are listed group by group, rows in order inside a group, each cut as a
    row is — so a wave of CTAs reads the Y panels of one group only. The group bounds come from binary searches
-   over col_idx; on unsorted (malformed) rows they are still inside the row, so items stay in bounds (some blocks
-   then not computed). At most `cap` items (the workspace's room; only malformed row_ptr can ask for more).
+   over col_idx; on unsorted (malformed) rows they are still monotone inside the row, so the segments still
+   cover the row once and items stay in bounds. At most `cap` items (the workspace's room; only malformed row_ptr can ask for more).
    Then plans the schedule (thread 0): with T items on G CTAs, T = k·G + r, the last r items are split into S
    parts when r·S <= G (one round) and the tail's estimated time 1/S + a beats 1 (a = 3/chunks: the per-part cost
    of the pipeline refill and the partial-tile exchange, in items), with S <= 8, S <= chunks and r·S <= slot_cap;
