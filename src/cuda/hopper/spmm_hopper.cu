@@ -37,11 +37,10 @@ static const int SPLIT_MIN_LEN = 16;
    of L .. 2L - 1, only where a row can be that long (2L <= the block columns); at 8192^3 and the MoE shape
    w >= 99, so nothing there changes. */
 static const int SPLIT_FEW_DEFAULT = 1; /* session 17: 2048^3 skewed b128 d 0.25 +10 / +12 % (cache off / on), else level */
-#ifdef BSK_SPLIT_FEW_MIN /* same-run A/B of the part floor (session 18) */
-static const int SPLIT_FEW_MIN = BSK_SPLIT_FEW_MIN;
-#else
-static const int SPLIT_FEW_MIN = 4;
-#endif
+/* parts of >= 8 blocks (session 18, same-run A/B against 4 on the H200: 2048³ skewed b128 d 0.1 +4.4 % on the
+   full grid's pattern — parts of 4 cost more in partial tiles than they balanced — level on session 17's pattern,
+   where the d 0.25 gain, with L = 8 anyway, stays) */
+static const int SPLIT_FEW_MIN = 8;
 /* L2-partition row groups for op N on rows that are not skewed (tune.part_mode 4 asks for them). Off by default:
    session 9 measured b128 uniform d 0.1 / 0.25 / 0.5 +2.7 / +0.8 / +0.5 % in one run and +1.6 / -1.2 / -0.6 %
    (bf16 d 0.25 -1.2 %) in the next, on another H100 (docs/hopper-spmm-notes.md): below the adoption rule. */
