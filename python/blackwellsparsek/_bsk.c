@@ -6,6 +6,7 @@
    again and its own status becomes the same exception. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <float.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -86,9 +87,24 @@ typedef struct {
 
 static void view_release(view *v)
 {
+    /* On an error path the BSKError is already set. The producer's deleter and capsule destructor may run Python
+       code (a deleter written in Python is a ctypes callback), which must not see that exception pending: the
+       callback would not run (the producer's memory leaks) and ctypes would clear the error, so that the call
+       returned NULL with no exception. Nor may an exception they leave behind outlive them. */
+#if PY_VERSION_HEX >= 0x030C0000
+    PyObject *exc = PyErr_GetRaisedException();
+#else
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+#endif
     if (v->mt && v->mt->deleter) v->mt->deleter(v->mt);
     v->mt = NULL;
     Py_CLEAR(v->capsule);
+#if PY_VERSION_HEX >= 0x030C0000
+    PyErr_SetRaisedException(exc);
+#else
+    PyErr_Restore(type, value, tb);
+#endif
 }
 
 static int is_device_type(int t) { return t == BSK_DL_CUDA || t == BSK_DL_CUDA_MANAGED; }
@@ -110,7 +126,11 @@ static int view_get(view *v, PyObject *obj, const char *name, PyObject *dlpack_s
         return -1;
     }
     int dt = 0, di = 0;
-    int ok = PyArg_ParseTuple(dev, "ii", &dt, &di);
+    /* PyArg_ParseTuple on anything but a tuple is a SystemError, not the caller's TypeError */
+    int ok = PyTuple_Check(dev) && PyArg_ParseTuple(dev, "ii", &dt, &di);
+    if (!ok && !PyErr_Occurred())
+        PyErr_Format(PyExc_TypeError, "%s: __dlpack_device__() must return a tuple (device_type, device_id), got %.100s",
+                     name, Py_TYPE(dev)->tp_name);
     Py_DECREF(dev);
     if (!ok) return -1;
 
@@ -249,6 +269,16 @@ static int as_dense(const view *v, bsk_memory mem, bsk_dense *d)
     return 0;
 }
 
+/* Sizes from Python ints are multiplied here before libbsk has checked them: the products must not wrap (undefined
+   behaviour, and a wrapped count is one that some array's length may match). bsk.h: past the limits,
+   BSK_ERR_OVERFLOW, never a wrapped size; its limit for rows, cols and sequence lengths is 2^31-1. */
+#define SIZE_LIMIT ((int64_t)INT32_MAX)
+static int64_t cdiv(int64_t a, int64_t b) { return a / b + (a % b != 0); } /* a >= 0, b >= 1: no a + b - 1 */
+static int64_t mul_size(int64_t a, int64_t b) /* a * b of sizes; -1 for a negative one or past INT64_MAX */
+{
+    return a < 0 || b < 0 || (a > 0 && b > INT64_MAX / a) ? -1 : a * b;
+}
+
 static int is_compact(const view *v)
 {
     if (!v->strides) return 1;
@@ -312,7 +342,11 @@ static int as_bsr(const view *rp, const view *ci, const view *val, long long row
         fail(BSK_ERR_INVALID_ARGUMENT, "matrix shape %lldx%lld is negative", rows, cols);
         return -1;
     }
-    int64_t mb = (rows + br - 1) / br;
+    if (rows > SIZE_LIMIT || cols > SIZE_LIMIT) {
+        fail(BSK_ERR_OVERFLOW, "matrix shape %lldx%lld is past the limit of 2147483647 rows and columns", rows, cols);
+        return -1;
+    }
+    int64_t mb = cdiv(rows, br);
     char why[160];
     snprintf(why, sizeof why, "a %lldx%lld matrix in %lldx%lld blocks has %lld block rows", rows, cols, (long long)br,
              (long long)bc, (long long)mb);
@@ -1065,12 +1099,22 @@ static PyObject *py_layout_from_mask(PyObject *Py_UNUSED(m), PyObject *args)
         fail(BSK_ERR_INVALID_ARGUMENT, "attn_layout_from_mask: seq lengths must be >= 0, batch and heads >= 1");
         goto done;
     }
+    if (sq > SIZE_LIMIT || sk > SIZE_LIMIT) {
+        fail(BSK_ERR_OVERFLOW, "attn_layout_from_mask: seq lengths %lld, %lld are past the limit of 2147483647", sq, sk);
+        goto done;
+    }
     {
-        int64_t n = 1, want = batch * heads * ((sq + q - 1) / q) * ((sk + k - 1) / k);
+        const int64_t mq = cdiv(sq, q), nb = cdiv(sk, k), want = mul_size(mul_size(batch * heads, mq), nb);
+        if (want < 0) {
+            fail(BSK_ERR_OVERFLOW, "attn_layout_from_mask: batch %lld x heads %lld x %lld query blocks x %lld key blocks "
+                 "overflows", batch, heads, (long long)mq, (long long)nb);
+            goto done;
+        }
+        int64_t n = 1;
         for (int i = 0; i < mv.ndim; i++) n *= mv.shape[i];
         if (n != want) {
             fail(BSK_ERR_SHAPE_MISMATCH, "mask has %lld entries; batch %lld x heads %lld x %lld query blocks x %lld key "
-                 "blocks = %lld expected", (long long)n, batch, heads, (sq + q - 1) / q, (sk + k - 1) / k, (long long)want);
+                 "blocks = %lld expected", (long long)n, batch, heads, (long long)mq, (long long)nb, (long long)want);
             goto done;
         }
     }
@@ -1180,15 +1224,25 @@ static int layout_arg_get(layout_arg *a, PyObject *o, PyObject *dlpack_stream)
              n[0], n[1], n[4], n[5], n[6]);
         goto bad;
     }
+    if (n[0] > SIZE_LIMIT || n[1] > SIZE_LIMIT) {
+        fail(BSK_ERR_OVERFLOW, "layout: seq lengths %lld, %lld are past the limit of 2147483647", n[0], n[1]);
+        goto bad;
+    }
     a->L.seq_q = n[0];
     a->L.seq_k = n[1];
     {
-        int64_t rows = (int64_t)a->L.batch * a->L.heads * bsk_attn_layout_mq(&a->L);
+        int64_t rows = mul_size((int64_t)a->L.batch * a->L.heads, cdiv(n[0], a->L.block_q)),
+                idx = mul_size(rows, a->L.capacity);
+        if (rows < 0 || idx < 0) {
+            fail(BSK_ERR_OVERFLOW, "layout: batch %lld x heads %lld x %lld query blocks x capacity %lld overflows", n[4],
+                 n[5], (long long)cdiv(n[0], a->L.block_q), n[6]);
+            goto bad;
+        }
         char why[96];
         snprintf(why, sizeof why, "batch*heads*mq = %lld", (long long)rows);
         if (int32_array(&a->v[0], rows, why) || int32_array(&a->v[2], rows, why)) goto bad;
-        snprintf(why, sizeof why, "batch*heads*mq*capacity = %lld", (long long)(rows * a->L.capacity));
-        if (int32_array(&a->v[1], rows * a->L.capacity, why) || int32_array(&a->v[3], rows * a->L.capacity, why)) goto bad;
+        snprintf(why, sizeof why, "batch*heads*mq*capacity = %lld", (long long)idx);
+        if (int32_array(&a->v[1], idx, why) || int32_array(&a->v[3], idx, why)) goto bad;
     }
     a->L.full_count = (int32_t *)a->v[0].data;
     a->L.full_idx = (int32_t *)a->v[1].data;
@@ -1273,6 +1327,19 @@ static int kv_lens_arg(const view *v, int64_t batch)
         return -1;
     }
     return index_vector(v, batch, why);
+}
+
+/* libbsk takes the scale as a float, 0 meaning 1/sqrt(dim): a double past float's range would convert to inf (undefined
+   in C), and a non-zero one that rounds to 0 would silently become that default scale. */
+static int scale_arg(double scale, const char *op, float *out)
+{
+    if (!isfinite(scale) || fabs(scale) > FLT_MAX || (scale != 0.0 && (float)scale == 0.0f)) {
+        fail(BSK_ERR_INVALID_ARGUMENT, "%s: scale must be finite and, unless 0 (1/sqrt(dim)), a non-zero float32 "
+             "(|scale| in [1.4e-45, 3.4e38]); got %g", op, scale);
+        return -1;
+    }
+    *out = (float)scale;
+    return 0;
 }
 
 static const char *order_text(int order) { return order ? "[batch, heads, seq, dim]" : "[batch, seq, heads, dim]"; }
@@ -1394,12 +1461,8 @@ static PyObject *py_attention(PyObject *Py_UNUSED(m), PyObject *args, PyObject *
         if (kv_lens_arg(&kvl, p.q.batch)) goto done;
         p.kv_lens = (const int32_t *)kvl.data;
     }
-    if (!isfinite(scale)) {
-        fail(BSK_ERR_INVALID_ARGUMENT, "attention: scale must be finite");
-        goto done;
-    }
+    if (scale_arg(scale, "attention", &p.scale)) goto done;
     p.layout = &la.L;
-    p.scale = (float)scale;
     p.causal = causal;
     p.causal_offset = off;
     bsk_status s;
@@ -1506,12 +1569,8 @@ static PyObject *py_attention_backward(PyObject *Py_UNUSED(m), PyObject *args, P
         if (kv_lens_arg(&vw[10], p.q.batch)) goto done;
         p.kv_lens = (const int32_t *)vw[10].data;
     }
-    if (!isfinite(scale)) {
-        fail(BSK_ERR_INVALID_ARGUMENT, "attention backward: scale must be finite");
-        goto done;
-    }
+    if (scale_arg(scale, "attention backward", &p.scale)) goto done;
     p.layout = &la.L;
-    p.scale = (float)scale;
     p.causal = causal;
     p.causal_offset = off;
     bsk_status s;
@@ -1671,7 +1730,8 @@ static PyObject *py_status_string(PyObject *Py_UNUSED(m), PyObject *arg)
 {
     long s = PyLong_AsLong(arg);
     if (s == -1 && PyErr_Occurred()) return NULL;
-    return PyUnicode_FromString(bsk_status_string((int)s));
+    /* a code past int is no status: (int) would truncate it to one (2^32 to BSK_SUCCESS) */
+    return PyUnicode_FromString(bsk_status_string(s < INT_MIN || s > INT_MAX ? -1 : (int)s));
 }
 
 static PyObject *py_make_error(PyObject *Py_UNUSED(m), PyObject *args)

@@ -259,6 +259,8 @@ class AttnLayout:
         if device is None:
             device = mask.device
         bq, bk = _pair(block_size)
+        if not (1 <= bq <= 1024 and 1 <= bk <= 1024):  # before the block counts below divide by them
+            raise _dlpack.error("BSK_ERR_INVALID_ARGUMENT", f"block size {bq}x{bk} is out of range (1..1024)")
         if mask.dim() == 2:
             b, h = 1, 1
         elif mask.dim() == 3:

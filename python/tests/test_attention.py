@@ -606,6 +606,33 @@ def test_bad_gate_and_layout_arguments():
                                                                          out=torch.empty_like(q, device="meta")))
 
 
+def test_scale_outside_float32_refused():
+    """libbsk takes the scale as a float32, 0 meaning 1/sqrt(dim): a non-zero scale that rounds to 0 there must not
+    silently become the default scale, nor one past float32's range an infinity (forward and backward)."""
+    q, k, v, _ = make_qkv(1, 16, 16, 2, 2, 8, torch.float32, "bshd", "cpu", seed=23)
+    layout = bsk.AttnLayout.dense(16, 16, 8)
+    out = torch.full_like(q, SENTINEL)
+    for scale in (1e-46, -1e-300, 3.5e38, -1e39):
+        _raises("BSK_ERR_INVALID_ARGUMENT",
+                lambda: bsk.block_sparse_attention(q, k, v, layout, scale=scale, out=out), "scale")
+    assert (out == SENTINEL).all()
+    o, lse = bsk.block_sparse_attention(q, k, v, layout, return_lse=True)
+    lists = (layout.full_count, layout.full_idx, layout.part_count, layout.part_idx)
+    for scale in (1e-46, 3.5e38):
+        _raises("BSK_ERR_INVALID_ARGUMENT", lambda: bsk.attention._attention_backward_op(
+            torch.ones_like(o), q, k, v, o, lse, None, *lists, None, 16, 16, 8, 8, scale, False, 0, False), "scale")
+    # a float32 subnormal is still a scale of its own: the scores are ~0, the weights uniform over the 16 keys
+    o = bsk.block_sparse_attention(q, k, v, layout, scale=1e-40)
+    want = v.double().mean(1, keepdim=True).expand_as(o)
+    assert torch.allclose(o.double(), want, atol=1e-6)
+
+
+def test_from_mask_block_size_out_of_range():
+    mask = torch.ones(2, 2, dtype=torch.bool)
+    for bs in (0, (8, 0), 2048):
+        _raises("BSK_ERR_INVALID_ARGUMENT", lambda: bsk.AttnLayout.from_mask(mask, 16, 16, bs), "block size")
+
+
 # ---------------------------------------------------------------- CUDA
 
 GPU_CASES = [

@@ -1,4 +1,6 @@
 """The DLPack layer on NumPy arrays (and torch tensors mixed in): no copies, results written in place."""
+import ctypes
+
 import numpy as np
 import pytest
 import torch
@@ -101,3 +103,109 @@ def test_validate():
     with pytest.raises(bsk.BSKError) as e:
         bsk.dlpack_validate(bad, col_idx, values, shape)
     assert e.value.status == "BSK_ERR_INVALID_BSR" and e.value.code == 3
+
+
+# ---------------------------------------------------------------- a producer written in Python
+
+class _DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class _DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class _DLTensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("device", _DLDevice), ("ndim", ctypes.c_int32), ("dtype", _DLDataType),
+                ("shape", ctypes.POINTER(ctypes.c_int64)), ("strides", ctypes.POINTER(ctypes.c_int64)),
+                ("byte_offset", ctypes.c_uint64)]
+
+
+class _DLManagedTensor(ctypes.Structure):
+    pass
+
+
+_DELETER = ctypes.CFUNCTYPE(None, ctypes.POINTER(_DLManagedTensor))
+_DLManagedTensor._fields_ = [("dl_tensor", _DLTensor), ("manager_ctx", ctypes.c_void_p), ("deleter", _DELETER)]
+_capsule_new = ctypes.pythonapi.PyCapsule_New
+_capsule_new.restype = ctypes.py_object
+_capsule_new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+
+
+class _PyProducer:
+    """A DLPack producer whose deleter is Python code (a ctypes callback), as in pure-Python producers such as
+    DLPack's own numpy_dlpack example. Views a C-contiguous float NumPy array; counts exports and deleter calls."""
+
+    def __init__(self, arr):
+        self.arr, self.exported, self.deleted, self._keep = arr, 0, 0, []
+
+    def __dlpack_device__(self):
+        return (1, 0)
+
+    def __dlpack__(self, stream=None):
+        a = self.arr
+        shape = (ctypes.c_int64 * a.ndim)(*a.shape)
+        mt = _DLManagedTensor()
+        mt.dl_tensor.data = a.ctypes.data
+        mt.dl_tensor.device = _DLDevice(1, 0)
+        mt.dl_tensor.ndim = a.ndim
+        mt.dl_tensor.dtype = _DLDataType(2, a.dtype.itemsize * 8, 1)
+        mt.dl_tensor.shape = shape
+
+        def deleter(_):
+            self.deleted += 1
+
+        mt.deleter = _DELETER(deleter)
+        self._keep.append((shape, mt, mt.deleter))
+        self.exported += 1
+        return _capsule_new(ctypes.addressof(mt), b"dltensor", None)
+
+
+def test_python_deleters_run_once_and_errors_survive_them():
+    """The producer's deleter runs exactly once per export, on success and on every error path, and an error raised
+    before it (BSKError, or the producer's own exception) is what the caller gets: the deleter must not run with
+    that exception pending (a Python deleter then fails, leaking the producer's memory, and the error is lost)."""
+    row_ptr, col_idx, values, shape, Ad = _np_bsr()
+    B = _rand((40, 5), np.float32, 10)
+    out = np.full((50, 5), 3.5, np.float32)
+    pB, pOut = _PyProducer(B), _PyProducer(out)
+    bsk.dlpack_spmm(row_ptr, col_idx, values, shape, pB, pOut)
+    assert (pB.exported, pB.deleted, pOut.exported, pOut.deleted) == (1, 1, 1, 1)
+    B64 = torch.from_numpy(B).double()
+    check_close(torch.from_numpy(out), Ad @ B64, Ad.abs() @ B64.abs(), 40, torch.float32)
+
+    out[:] = 3.5
+    bad, pOut = _PyProducer(B.astype(np.float64)), _PyProducer(out)
+    with pytest.raises(bsk.BSKError) as e:  # refused after both are borrowed
+        bsk.dlpack_spmm(row_ptr, col_idx, values, shape, bad, pOut)
+    assert e.value.status == "BSK_ERR_UNSUPPORTED" and "float64" in str(e.value)
+    assert (bad.deleted, pOut.deleted) == (1, 1)
+
+    class Raising:
+        def __dlpack_device__(self):
+            return (1, 0)
+
+        def __dlpack__(self, stream=None):
+            raise BufferError("not exportable")
+
+    pB = _PyProducer(B)
+    with pytest.raises(BufferError, match="not exportable"):  # C's export fails after B's succeeded
+        bsk.dlpack_spmm(row_ptr, col_idx, values, shape, pB, Raising())
+    assert (pB.exported, pB.deleted) == (1, 1)
+    assert (out == 3.5).all()
+
+
+def test_dlpack_device_must_be_a_tuple():
+    row_ptr, col_idx, values, shape, _ = _np_bsr()
+
+    class ListDevice:
+        def __dlpack_device__(self):
+            return [1, 0]
+
+        def __dlpack__(self, stream=None):
+            raise AssertionError("not reached")
+
+    out = np.full((50, 5), 3.5, np.float32)
+    with pytest.raises(TypeError, match="B"):
+        bsk.dlpack_spmm(row_ptr, col_idx, values, shape, ListDevice(), out)
+    assert (out == 3.5).all()

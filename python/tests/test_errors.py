@@ -134,3 +134,30 @@ def test_output_aliasing_input_refused():
     keep = B.clone()
     _raises("BSK_ERR_INVALID_ARGUMENT", lambda: bsk.sparse_mm(A, B, out=B))
     assert torch.equal(B, keep)
+
+
+def test_sizes_past_the_limits_raise_overflow():
+    """bsk.h: sizes past the limits get BSK_ERR_OVERFLOW, never a wrapped size. The extension multiplies the sizes it
+    is given (a matrix shape, a layout's seq lengths, batch, heads, capacity) before libbsk sees them: those
+    products must not wrap (to a negative count, or one that an array's length happens to match)."""
+    from blackwellsparsek import _bsk
+    A, B, out = _setup("cpu")
+    for shape in ((2**63 - 1, 32), (48, 2**31)):
+        _raises("BSK_ERR_OVERFLOW", lambda: bsk.dlpack_spmm(A.row_ptr, A.col_idx, A.values, shape, B, out))
+    mask16, none = torch.ones(16, dtype=torch.bool), torch.zeros(0, dtype=torch.bool)
+    # 4 x 2^62 query blocks x 4 key blocks wraps to 0; 2^32 x 2^32 blocks to 0, the empty mask's size
+    _raises("BSK_ERR_OVERFLOW", lambda: _bsk.attn_layout_from_mask(2**62, 4, 1, 1, 4, 1, mask16, False, 0))
+    _raises("BSK_ERR_OVERFLOW", lambda: _bsk.attn_layout_from_mask(2**63 - 1, 1, 2, 1, 1, 1, none, False, 0))
+    _raises("BSK_ERR_OVERFLOW", lambda: _bsk.attn_layout_from_mask(2**32, 2**32, 1, 1, 1, 1, none, False, 0))
+    z = torch.zeros(0, dtype=torch.int32)
+    for seq_q, block_q, batch, heads in ((2**63 - 1, 2, 1, 1), (2**22, 1, 2**21, 2**21)):
+        lay = (seq_q, 1, block_q, 1, batch, heads, 0, z, z, z, z)
+        _raises("BSK_ERR_OVERFLOW", lambda: _bsk.attn_layout_tiles(lay))
+    assert (out == SENTINEL).all()
+
+
+def test_status_string_of_a_code_past_int():
+    from blackwellsparsek import _bsk
+    assert _bsk.status_string(3) != _bsk.status_string(-1)  # a real status has its own text
+    for code in (2**32, 2**32 + 3, -2**40):  # not statuses: no truncation to one (0 is BSK_SUCCESS)
+        assert _bsk.status_string(code) == _bsk.status_string(-1)
