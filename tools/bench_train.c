@@ -778,12 +778,21 @@ int cmd_bench_train(int argc, char **argv)
     if (blocks && (nb = cli_list_int("bench train", "blocks", blocks, 1, 1024, blk, MAXLIST)) < 0) return CLI_USAGE;
     if (dens && (nd = cli_list_real("bench train", "densities", dens, 0.0, 1.0, den, MAXLIST)) < 0) return CLI_USAGE;
     if (pats && (np = cli_list_choice("bench train", "patterns", pats, CLI_PATTERNS, pat, MAXLIST)) < 0) return CLI_USAGE;
-    for (int s = 0; s < ns; s++) {
-        double m = (double)shp[s][0], n = (double)shp[s][1], k = (double)shp[s][2], e = (double)bsk_dtype_size(b->dt);
-        /* host: W dense and a pattern (values, dW values), the f32 reference, a copied-back result */
-        double big = fmax(m * n, fmax(k * n, m * k));
-        if (!cli_host_fits("bench train", m * k * (3 * e + 8) + big * (4 + 4))) return CLI_FAIL;
-    }
+    for (int s = 0; s < ns; s++)
+        for (int x = 0; x < nb; x++)
+            for (int dd = 0; dd < nd; dd++) {
+                double m = (double)shp[s][0], n = (double)shp[s][1], k = (double)shp[s][2], e = (double)bsk_dtype_size(b->dt);
+                double o = (double)bsk_dtype_size(b->ot), bs = (double)blk[x];
+                /* host: W dense and a pattern (values, dW values), the f32 reference, a copied-back result; the
+                   pattern's values as stored (whole blocks: a block larger than the matrix is padded) */
+                double big = fmax(m * n, fmax(k * n, m * k));
+                double pat = fmax(m * k, den[dd] * ceil(m / bs) * ceil(k / bs) * bs * bs) * e + 16.0 * (m + k);
+                double need = m * k * (e + 8) + 2 * pat + big * (4 + 4);
+                /* the CPU path's "device" buffers are host memory as well: W, X, dY, Y, dX, dW dense, the f32
+                   reference, the pattern's clone and dW's values */
+                if (!gpu) need += (m * k + k * n + m * n) * (e + o) + big * 4 + 2 * pat;
+                if (!cli_host_fits("bench train", need)) return CLI_FAIL;
+            }
     b->nrows = ns * nb * nd * np;
     b->rows = (bench_row *)calloc((size_t)b->nrows, sizeof *b->rows);
     ts.t = (train_row *)calloc((size_t)b->nrows, sizeof *ts.t);

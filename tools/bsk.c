@@ -62,13 +62,15 @@ int main(int argc, char **argv)
                     char *av[] = {argv[2], "--help", NULL};
                     return commands[i].fn(2, av);
                 }
+        if (argc > 2) { /* bsk help nosuch: a bad argument, not a request for the general help */
+            fprintf(stderr, "bsk: unknown command '%.*s'\n\n", (int)(strlen(argv[2]) > 60 ? 60 : strlen(argv[2])), argv[2]);
+            usage(stderr);
+            return CLI_USAGE;
+        }
         usage(stdout);
         return CLI_OK;
     }
-    if (strcmp(name, "--version") == 0) {
-        printf("bsk %s\n", bsk_version_string());
-        return CLI_OK;
-    }
+    if (strcmp(name, "--version") == 0) return cmd_version(argc - 1, argv + 1); /* bsk --version == bsk version */
     for (int i = 0; i < NCOMMANDS; i++)
         if (strcmp(name, commands[i].name) == 0) return commands[i].fn(argc - 1, argv + 1);
     fprintf(stderr, "bsk: unknown command '%.*s'\n\n", (int)(strlen(name) > 60 ? 60 : strlen(name)), name);

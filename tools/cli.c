@@ -572,6 +572,7 @@ double cli_check_spmm(bsk_op op, float alpha, const bsk_bsr *A, const bsk_dense 
     int64_t mb = bsk_bsr_mb(W), n = B->cols, br = W->block_rows, bc = W->block_cols, bsz = br * bc;
     chunk_plan plan = plan_chunks(mb, sample);
     int64_t maxrows = (plan.sample ? 1 : plan.step) * br;
+    if (maxrows > W->rows) maxrows = W->rows; /* a block taller than the matrix: only its rows are computed */
     int32_t *rp = (int32_t *)malloc((size_t)(plan.sample ? 2 : plan.step + 1) * sizeof *rp);
     double *out64 = (double *)malloc((size_t)(maxrows * n + 1) * sizeof *out64);
     float *Bf = ref == CLI_REF_F64 ? cli_to_float(B->data, B->dtype, B->rows * B->ld) : NULL;

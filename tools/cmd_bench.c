@@ -419,12 +419,23 @@ int cmd_bench(int argc, char **argv)
     if (dens && (nd = cli_list_real("bench", "densities", dens, 0.0, 1.0, den, MAXLIST)) < 0) return CLI_USAGE;
     if (pats && (np = cli_list_choice("bench", "patterns", pats, CLI_PATTERNS, pat, MAXLIST)) < 0) return CLI_USAGE;
 
-    /* refuse what cannot fit before allocating anything: the dense baseline needs A (or X, Y), B and C */
-    for (int s = 0; s < ns; s++) {
-        double m = (double)shp[s][0], n = (double)shp[s][1], k = (double)shp[s][2], e = (double)bsk_dtype_size(b.dt);
-        double need = (m * k + k * n + n * k) * (e + 4) + 3.0 * m * n * 4;
-        if (!cli_host_fits("bench", need)) return CLI_FAIL;
-    }
+    /* refuse what cannot fit before allocating anything: the dense baseline needs A (or X, Y), B and C, and each
+       configuration its pattern on the host (whole blocks: a block larger than the matrix is padded; sddmm keeps a
+       second copy of the values). The CPU path also holds f32 copies of the operands (sgemm, the check) and bsk's
+       output. */
+    for (int s = 0; s < ns; s++)
+        for (int x = 0; x < nb; x++)
+            for (int d = 0; d < nd; d++) {
+                double m = (double)shp[s][0], n = (double)shp[s][1], k = (double)shp[s][2], e = (double)bsk_dtype_size(b.dt);
+                double o = (double)bsk_dtype_size(b.ot), bs = (double)blk[x], pc = b.sddmm ? n : k; /* pattern m x pc */
+                double pat = (b.sddmm ? 2 : 1) * den[d] * ceil(m / bs) * ceil(pc / bs) * (bs * bs * (b.sddmm ? o : e) + 4) +
+                             16.0 * (m + pc); /* pattern metadata and the generator's scratch */
+                double need = (m * k + k * n + n * k) * (e + 4) + 3.0 * m * n * 4 + pat;
+                if (!gpu)
+                    need = fmax(need, pat + (b.sddmm ? (m + n) * k * (e + 8) + m * n * 4 + 8 * bs * bs * ceil(n / bs)
+                                                     : k * n * (e + 8) + m * n * (2 * o + 4) + m * k * 4 + 8 * bs * n));
+                if (!cli_host_fits("bench", need)) return CLI_FAIL;
+            }
     b.nrows = ns * nb * nd * np;
     b.rows = (bench_row *)calloc((size_t)b.nrows, sizeof *b.rows);
     if (!b.rows) { fprintf(stderr, "bsk bench: out of memory\n"); return CLI_FAIL; }

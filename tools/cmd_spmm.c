@@ -161,6 +161,9 @@ int cmd_spmm(int argc, char **argv)
     double need = ablocks * ((double)a.block_rows * (double)a.block_cols * esz + 4.0) * (a.check && a.op ? 2 : 1) +
                   (double)a.k * (double)a.n * (esz + (a.check ? 4 : 0)) + 2.0 * (double)a.m * (double)a.n * osz +
                   16.0 * ((double)arows + (double)acols); /* pattern metadata and the generator's scratch */
+    /* the check's result rows: one chunk of block rows (a twentieth, or one sampled) in float64 and a float copy */
+    double orb = (double)(a.op ? a.block_cols : a.block_rows), omb = ceil((double)a.m / orb);
+    if (a.check) need += fmin((double)a.m, fmax(1.0, floor(omb / 20)) * orb) * (double)a.n * 12.0;
     if (!cli_host_fits(cmd, need)) return CLI_FAIL;
 
     bsk_context *ctx = NULL;
@@ -250,6 +253,9 @@ int cmd_sddmm(int argc, char **argv)
     double need = 3.0 * pblocks * ((double)a.block_rows * (double)a.block_cols * osz + 4.0) +
                   ((double)a.m + (double)a.n) * (double)a.k * (esz + (a.check ? 4 : 0)) +
                   16.0 * ((double)a.m + (double)a.n); /* pattern metadata and the generator's scratch */
+    /* the check's reference values: one chunk of block rows (a twentieth, or one sampled) in float64 and a float copy */
+    double pmb = ceil((double)a.m / (double)a.block_rows), pnb = ceil((double)a.n / (double)a.block_cols);
+    if (a.check) need += fmin(pblocks, fmax(1.0, floor(pmb / 20)) * pnb) * (double)a.block_rows * (double)a.block_cols * 12.0;
     if (!cli_host_fits(cmd, need)) return CLI_FAIL;
 
     bsk_context *ctx = NULL;
