@@ -4,6 +4,7 @@
    timed call (outside the events). Each sparse result is checked against cuBLAS on the densified A
    (fp32 output) at full size. Prints TFLOPS on kept blocks (2 * nnzb * b^2 * N / t) and
    E = that / cuBLAS dense TFLOPS of the same run.
+   --b64tile (session 18): the paired b64 tile against the split 64 x 512 and 64 x 256 tiles, alternated.
    Built and run by bench/hopper_probe.sh on the device machine. Not part of the library. */
 #include <math.h>
 #include <stdio.h>
@@ -73,7 +74,7 @@ static void print_prof(spmm_arg *sa)
 
 int main(int argc, char **argv)
 {
-    int quick = 0, variants = 0, cf32 = 0, ncu = 0, d1 = 0, ring4 = 0, bands = 0, prof = 0, skew = 0, tall = 0, fin = 0, mc = 0, hint = 0, partcheck = 0,
+    int b64tile = 0, quick = 0, variants = 0, cf32 = 0, ncu = 0, d1 = 0, ring4 = 0, bands = 0, prof = 0, skew = 0, tall = 0, fin = 0, mc = 0, hint = 0, partcheck = 0,
         part = 0,
         s7 = 0, fabric = 0, fabric2 = 0;
     const char *part_file = NULL;
@@ -99,6 +100,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--mc")) mc = 1; /* session 8: b128 with and without A multicast (2-CTA clusters) */
         else if (!strcmp(argv[i], "--s7")) s7 = 1; /* session 7: the L2 eviction hints on skewed and uniform b128 */
         else if (!strcmp(argv[i], "--final")) fin = 1; /* b128 uniform / skewed defaults, few-rows shapes split / not */
+        else if (!strcmp(argv[i], "--b64tile")) b64tile = 1; /* session 18: b64 paired 128 x 256 vs split 64 x 512 / 64 x 256 */
         else if (!strcmp(argv[i], "--ring4")) ring4 = 1; /* 4 ring stages + two store rounds vs 3 + one */   /* add the full pattern (d = 1): the kernel as a dense GEMM */
         else if (!strcmp(argv[i], "--size") && i + 1 < argc) M_ = N_ = K_ = atoll(argv[++i]);
         else if (!strcmp(argv[i], "--iters") && i + 1 < argc) ITERS = atoi(argv[++i]);
@@ -254,6 +256,15 @@ int main(int argc, char **argv)
         ADD(.b = 128, .d = 0.50, .cluster = 3, .l2h = 1, .tag = "cluster 2, 4 st + direct, L2 hints");
         ADD(.b = 128, .d = 0.10, .tag = "repeat");
         ADD(.b = 64, .d = 0.50, .tag = "repeat");
+    }
+    if (b64tile) { /* b64 tiles, uniform, alternated pair / 64 x 512 / 64 x 256 / 64 x 256 / 64 x 512 / pair: bytes into
+                      each SM per MFLOP ~19 / 17 / 19 KB at d 0.1 (docs/hopper-spmm-notes.md, session 18) */
+        for (int di = 0; di < 3; di++)
+            for (int r = 0; r < 6; r++) {
+                const int v = r < 3 ? r : 5 - r; /* 0 pair, 1 split 64 x 512, 2 split 64 x 256 */
+                ADD(.b = 64, .d = ds[di], .b64m = v ? 1 : 2, .b64w = v == 1 ? 256 : 0,
+                    .tag = v == 0 ? "pair 128x256" : v == 1 ? "split 64x512" : "split 64x256");
+            }
     }
     if (ring4) { /* same-run A/B: 4 stages + two store rounds (r4 2) against 3 stages + one (r4 1), alternated */
         const double dd[4] = {0.10, 0.25, 0.50, 1.0};
