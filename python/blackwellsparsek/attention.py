@@ -45,6 +45,14 @@ def _cdiv(a, b):
     return -(-a // b)
 
 
+def _attn_blocks(block_size):
+    """(block_q, block_k) of an attention block size, each in the kernels' range 1..1024 (BSKError otherwise)."""
+    bq, bk = _pair(block_size)
+    if not (1 <= bq <= 1024 and 1 <= bk <= 1024):
+        raise _dlpack.error("BSK_ERR_INVALID_ARGUMENT", f"block size {bq}x{bk} is out of range (1..1024)")
+    return bq, bk
+
+
 def _device_index(device):
     if device.type != "cuda":
         return -1
@@ -258,9 +266,7 @@ class AttnLayout:
             raise TypeError(f"AttnLayout.from_mask: mask must be a torch.Tensor, got {type(mask).__name__}")
         if device is None:
             device = mask.device
-        bq, bk = _pair(block_size)
-        if not (1 <= bq <= 1024 and 1 <= bk <= 1024):  # before the block counts below divide by them
-            raise _dlpack.error("BSK_ERR_INVALID_ARGUMENT", f"block size {bq}x{bk} is out of range (1..1024)")
+        bq, bk = _attn_blocks(block_size)  # before the block counts below divide by them
         if mask.dim() == 2:
             b, h = 1, 1
         elif mask.dim() == 3:
@@ -654,13 +660,11 @@ def topk_block_layout(q, k, block_size, k_blocks, keep_first=True, keep_diagonal
     for name, t in (("q", q), ("k", k)):
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"topk_block_layout: {name} must be a torch.Tensor, got {type(t).__name__}")
-    bq, bk = _pair(block_size)
+    bq, bk = _attn_blocks(block_size)
     k_blocks = int(k_blocks)
     if k_blocks < 1 or k_blocks < int(bool(keep_first)) + int(bool(keep_diagonal)):
         raise _dlpack.error("BSK_ERR_INVALID_ARGUMENT", f"topk_block_layout: k_blocks = {k_blocks} must be >= 1 and "
                             "cover the forced blocks (keep_first + keep_diagonal)")
-    if not (1 <= bq <= 1024 and 1 <= bk <= 1024):
-        raise _dlpack.error("BSK_ERR_INVALID_ARGUMENT", f"block size {bq}x{bk} is out of range (1..1024)")
     if (proj_q is None) != (proj_k is None):
         raise _dlpack.error("BSK_ERR_NULL_POINTER", "topk_block_layout: give both projections proj_q and proj_k, or "
                             "neither")
