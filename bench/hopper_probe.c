@@ -5,6 +5,8 @@
    (fp32 output) at full size. Prints TFLOPS on kept blocks (2 * nnzb * b^2 * N / t) and
    E = that / cuBLAS dense TFLOPS of the same run.
    --b64tile (session 18): the paired b64 tile against the split 64 x 512 and 64 x 256 tiles, alternated.
+   --b64sweep (session 19): the same three b64 tiles at 8192^3, MoE 32768 x 4096 x 4096 and 2048^3, uniform and
+   skewed, d 0.1 / 0.25 / 0.5 (the data for the default's choice between them).
    Built and run by bench/hopper_probe.sh on the device machine. Not part of the library. */
 #include <math.h>
 #include <stdio.h>
@@ -74,7 +76,7 @@ static void print_prof(spmm_arg *sa)
 
 int main(int argc, char **argv)
 {
-    int b64tile = 0, quick = 0, variants = 0, cf32 = 0, ncu = 0, d1 = 0, ring4 = 0, bands = 0, prof = 0, skew = 0, tall = 0, fin = 0, mc = 0, hint = 0, partcheck = 0,
+    int b64tile = 0, b64sweep = 0, quick = 0, variants = 0, cf32 = 0, ncu = 0, d1 = 0, ring4 = 0, bands = 0, prof = 0, skew = 0, tall = 0, fin = 0, mc = 0, hint = 0, partcheck = 0,
         part = 0,
         s7 = 0, fabric = 0, fabric2 = 0;
     const char *part_file = NULL;
@@ -100,6 +102,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--mc")) mc = 1; /* session 8: b128 with and without A multicast (2-CTA clusters) */
         else if (!strcmp(argv[i], "--s7")) s7 = 1; /* session 7: the L2 eviction hints on skewed and uniform b128 */
         else if (!strcmp(argv[i], "--final")) fin = 1; /* b128 uniform / skewed defaults, few-rows shapes split / not */
+        else if (!strcmp(argv[i], "--b64sweep")) b64sweep = 1; /* session 19: the b64 tiles over shapes and patterns */
         else if (!strcmp(argv[i], "--b64tile")) b64tile = 1; /* session 18: b64 paired 128 x 256 vs split 64 x 512 / 64 x 256 */
         else if (!strcmp(argv[i], "--ring4")) ring4 = 1; /* 4 ring stages + two store rounds vs 3 + one */   /* add the full pattern (d = 1): the kernel as a dense GEMM */
         else if (!strcmp(argv[i], "--size") && i + 1 < argc) M_ = N_ = K_ = atoll(argv[++i]);
@@ -160,7 +163,10 @@ int main(int argc, char **argv)
         printf("L2-partition map (this context): %s, valid %d, %d of %d SMs in partition 1\n",
                ps ? bsk_status_string(ps) : "ok", ps ? 0 : dt[1024], n1, n);
     }
-    const size_t nAK = (size_t)(M_ * K_), nKN = (size_t)(K_ * N_), nMN = (size_t)(M_ * N_);
+    /* --b64sweep's MoE shape (32768 x 4096 x 4096) needs 2^27-element A and C buffers */
+    const size_t big = b64sweep ? (size_t)1 << 27 : 0;
+    const size_t nAK = (size_t)(M_ * K_) > big ? (size_t)(M_ * K_) : big, nKN = (size_t)(K_ * N_),
+                 nMN = (size_t)(M_ * N_) > big ? (size_t)(M_ * N_) : big;
     uint16_t *hbuf = (uint16_t *)malloc((nAK > nKN ? nAK : nKN) * 2);
     float *hC32 = (float *)malloc(nMN * 4);
     uint16_t *hC16 = (uint16_t *)malloc(nMN * 4);
@@ -223,9 +229,9 @@ int main(int argc, char **argv)
                                that variants of one case run on the same pattern) */
         int64_t m, n, k;    /* another shape than M_ = N_ = K_ (its own cuBLAS baseline) */
     } cfg;
-    cfg cfgs[64];
+    cfg cfgs[256];
     int nc = 0;
-#define ADD(...) (cfgs[nc++] = (cfg){__VA_ARGS__})
+#define ADD(...) (nc < 256 ? (void)(cfgs[nc++] = (cfg){__VA_ARGS__}) : (void)0)
     const double ds[3] = {0.10, 0.25, 0.50};
     if (!ncu && quick != 2)
         for (int bi = 0; bi < 2; bi++)
@@ -265,6 +271,18 @@ int main(int argc, char **argv)
                 ADD(.b = 64, .d = ds[di], .b64m = v ? 1 : 2, .b64w = v == 1 ? 256 : 0,
                     .tag = v == 0 ? "pair 128x256" : v == 1 ? "split 64x512" : "split 64x256");
             }
+    }
+    if (b64sweep) { /* per shape, pattern and density: pair / 64 x 512 / 64 x 256 / 64 x 256 / 64 x 512 / pair */
+        static const int64_t sh[3][3] = {{0, 0, 0}, {32768, 4096, 4096}, {2048, 2048, 2048}};
+        for (int q = 0; q < 3; q++)
+            for (int sk = 0; sk < 2; sk++)
+                for (int di = 0; di < 3; di++)
+                    for (int r = 0; r < 6; r++) {
+                        const int v = r < 3 ? r : 5 - r;
+                        ADD(.b = 64, .d = ds[di], .skew = sk, .m = sh[q][0], .n = sh[q][1], .k = sh[q][2],
+                            .b64m = v ? 1 : 2, .b64w = v == 1 ? 256 : 0,
+                            .tag = v == 0 ? "pair 128x256" : v == 1 ? "split 64x512" : "split 64x256");
+                    }
     }
     if (ring4) { /* same-run A/B: 4 stages + two store rounds (r4 2) against 3 stages + one (r4 1), alternated */
         const double dd[4] = {0.10, 0.25, 0.50, 1.0};
@@ -487,7 +505,7 @@ int main(int argc, char **argv)
     }
 #undef ADD
 
-    char table[64][240];
+    static char table[256][240];
     int nt = 0;
     const int64_t M0 = M_, N0 = N_, K0 = K_;
     int64_t shp[3] = {M0, N0, K0};
