@@ -495,6 +495,46 @@ BSK_TEST(gpu_hopper_small_compact)
     bsk__hopper_small_tune = small_saved;
 }
 
+/* Wide items (session 19, variants 10-13 of fp16 input: 128 rows x 256 columns, each consumer two 64-column
+   halves): b32 compact pairs (10), one row per wgmma (11), one entry per stage (13), b16 4 rows per wgmma (12) —
+   densities from sparse to full, skewed rows, M tails inside a group and M = 1, N past a half (N % 64 != 0), a
+   consumer wholly past N (N = 40), N past the first consumer's halves but inside the second's, the TMA-store epilogue
+   (fp16 C, beta 0) and the direct one (fp32 / bf16 C, beta != 0), 3 CTAs taking many items, long lists across the
+   32-entry windows. */
+BSK_TEST(gpu_hopper_small_wide)
+{
+    bsk_context *ctx = NULL;
+    const char *why = small_skip_reason(&ctx);
+    if (why) SKIP(why);
+    const struct bsk_hopper_small_tune_s saved = bsk__hopper_small_tune;
+    bsk_rng *r = bsk_test_rng();
+    const int vs[4] = {10, 11, 13, 12};
+    const double ds[5] = {0.05, 0.2, 0.45, 1.0, 0.3};
+    for (int vi = 0; vi < 4; vi++) {
+        const int b = vs[vi] == 12 ? 16 : 32;
+        bsk__hopper_small_tune.variant = vs[vi];
+        for (int di = 0; di < 5; di++) {
+            bsk__hopper_small_tune.max_ctas = di % 2 ? 3 : 0;
+            const int64_t M = di == 3 ? 1 : (int64_t)b * bsk_rng_int(r, 20, 50) + bsk_rng_int(r, 0, b - 1);
+            const int64_t K = (int64_t)b * bsk_rng_int(r, 8, 90) + bsk_rng_int(r, 0, b - 1);
+            bsk_bsr A = spmm_random_bsr(M, K, b, ds[di], di == 4 ? BSK_PATTERN_SKEWED : BSK_PATTERN_UNIFORM, BSK_F16);
+            const int64_t N = di == 0 ? 40 : di == 1 ? 8 * bsk_rng_int(r, 17, 31) /* 136..248 */ : 8 * bsk_rng_int(r, 40, 90);
+            run_case(t, ctx, &A, N, 0, 0, BSK_F16, 1.0f, 0.0f, small_name(b)); /* TMA-store epilogue */
+            CHECK(bsk__hopper_small_tune.out_ts == 1);
+            run_case(t, ctx, &A, N, 8, 0, BSK_F32, 0.5f, 1.0f, small_name(b));
+            const int64_t No = 2 * bsk_rng_int(r, 30, 150) + 1, pad = 8 - No % 8;
+            run_case(t, ctx, &A, No, pad, pad, BSK_BF16, -0.5f, 0.75f, small_name(b));
+            bsk_bsr_free(&A);
+        }
+        bsk_bsr W = b == 32 ? mask_bsr(40, 32 * 4200, 32, BSK_F16, keep_wide) : mask_bsr(29, 16 * 8300, 16, BSK_F16, keep_wide);
+        run_case(t, ctx, &W, 264, 0, 0, BSK_F32, 1.0f, 0.5f, small_name(b));
+        bsk_bsr_free(&W);
+    }
+    bsk__hopper_small_tune = saved;
+    bsk_destroy(ctx);
+    bsk__hopper_small_tune = small_saved;
+}
+
 /* Malformed device indices (row_ptr past nnzb, decreasing and negative; col_idx out of range, negative, duplicated
    and unsorted) must not fault: the call succeeds (device indices are not validated) and the stream stays healthy.
    compute-sanitizer memcheck runs this test. */
@@ -522,8 +562,9 @@ BSK_TEST(gpu_hopper_small_malformed_indices_safe)
         dB.data = spmm_dev_copy(B.data, spmm_dense_bytes(&B));
         dC.data = spmm_dev_copy(C.data, spmm_dense_bytes(&C));
         REQUIRE(dB.data && dC.data);
-        for (int v = 0; v < 10; v++) { /* 5-7: the default shape with rows grouped per wgmma (small_rg 2-4); 8, 9:
-                                           the compact-pair stages (b32) */
+        for (int v = 0; v < 14; v++) { /* 5-7: the default shape with rows grouped per wgmma (small_rg 2-4); 8, 9:
+                                           the compact-pair stages (b32); 10-13: wide items (b32 10, 11, 13; b16 12) */
+            if (v >= 10 && (b == 16) != (v == 12)) continue;
             bsk__hopper_small_tune.variant = v < 5 || v >= 8 ? v : 0;
             bsk__hopper_small_tune.rows_per_mma = v < 5 || v >= 8 ? 0 : small_rg(b, v - 3);
             bsk__hopper_small_tune.max_ctas = v % 2 ? 2 : 0;

@@ -58,6 +58,13 @@ typedef SmallCfg<32, 2, 6, true, 1, 4, 2, false, 8> Cfg32a;
    (bench/results/small_regs_probe_h200_2026-11-25_s14.txt). */
 typedef SmallCfg<32, 2, 5, true, 1, 4, 2, false, 12, true, 88> Cfg32cp;
 typedef SmallCfg<32, 2, 6, true, 1, 4, 2, false, 8, true> Cfg32cp0;
+/* Session 19, wide items (NH 2: 128 rows x 256 columns per item, each consumer two 64-column halves; experiments,
+   variants 10-14): 10 b32 compact pairs, 2 rows per wgmma, 4 + 2 slots (4 x 44 KB); 11 b32 one row per wgmma (4 x
+   48 KB); 12 b16 4 rows per wgmma (7 x 24 KB); 13 b32 one entry per stage, 2 rows per wgmma (8 x 24 KB). */
+typedef SmallCfg<32, 2, 4, true, 2, 4, 2, false, 6, true, 88, 2> Cfg32wcp;
+typedef SmallCfg<32, 2, 4, true, 1, 4, 1, false, 0, false, 72, 2> Cfg32w;
+typedef SmallCfg<16, 2, 7, true, 4, 4, 4, false, 0, false, 72, 2> Cfg16wg4;
+typedef SmallCfg<32, 1, 8, true, 1, 4, 2, false, 0, false, 88, 2> Cfg32w1;
 
 /* Below these block densities (nnzb / (mb * nb)) the portable mma.sync kernel is faster, so this kernel declines
    (bsk__hopper_small_tune.force takes every case; the tests use it). Measured at 8192^3 fp16 on an H100, same run,
@@ -232,11 +239,14 @@ static bsk_status by_out(bsk_context *ctx, const struct bsk_cuda_state *st, int 
     if (C->dtype == BSK_F16) return launch_small<CF, BSK_F16, BSK_F16>(ctx, st, A, B, alpha, beta, C, name);
     return launch_small<CF, BSK_F16, BSK_BF16>(ctx, st, A, B, alpha, beta, C, name);
 }
-/* The experiments are built for fp16 input only (fewer kernels to compile). */
-template <class CF>
+/* The experiments are built for fp16 input only (fewer kernels to compile); ts: also the TMA-store epilogue for
+   fp16 C with beta = 0, as the default takes it (session 19's variants, compared against the default). */
+template <class CF, bool ts = false>
 static bsk_status by_out_f16(bsk_context *ctx, const struct bsk_cuda_state *st, const bsk_bsr *A, const bsk_dense *B,
                              float alpha, float beta, bsk_dense *C, const char *name)
 {
+    if (ts && beta == 0.0f && C->dtype == BSK_F16 && C->cols % 8 == 0 && !bsk__hopper_small_tune.epi_direct)
+        return launch_small<CF, BSK_F16, BSK_F16, true>(ctx, st, A, B, alpha, beta, C, name);
     if (C->dtype == BSK_F32) return launch_small<CF, BSK_F16, BSK_F32>(ctx, st, A, B, alpha, beta, C, name);
     if (C->dtype == BSK_F16) return launch_small<CF, BSK_F16, BSK_F16>(ctx, st, A, B, alpha, beta, C, name);
     return launch_small<CF, BSK_F16, BSK_BF16>(ctx, st, A, B, alpha, beta, C, name);
@@ -289,6 +299,9 @@ bsk_status bsk_hopper_spmm_small(bsk_context *ctx, bsk_op op, float alpha, const
         if (v == 7 && !bf) return by_out_f16<Cfg32a>(ctx, st, A, B, alpha, beta, C, name);
         if (v == 8 && !bf) return by_out_f16<Cfg32cp0>(ctx, st, A, B, alpha, beta, C, name);
         if (v == 9 && !bf) return by_out_f16<Cfg32g2>(ctx, st, A, B, alpha, beta, C, name);
+        if (v == 10 && !bf) return by_out_f16<Cfg32wcp, true>(ctx, st, A, B, alpha, beta, C, name);
+        if (v == 11 && !bf) return by_out_f16<Cfg32w, true>(ctx, st, A, B, alpha, beta, C, name);
+        if (v == 13 && !bf) return by_out_f16<Cfg32w1, true>(ctx, st, A, B, alpha, beta, C, name);
         if (rg == 2) return by_out<Cfg32cp>(ctx, st, bf, A, B, alpha, beta, C, name);
         if (rg == 4) return by_out<Cfg32g4>(ctx, st, bf, A, B, alpha, beta, C, name);
         if (rg == 8) return by_out<Cfg32g8>(ctx, st, bf, A, B, alpha, beta, C, name);
@@ -298,6 +311,7 @@ bsk_status bsk_hopper_spmm_small(bsk_context *ctx, bsk_op op, float alpha, const
     if (v == 2 && !bf) return by_out_f16<Cfg16r>(ctx, st, A, B, alpha, beta, C, name);
     if (v == 3 && !bf) return by_out_f16<Cfg16p1>(ctx, st, A, B, alpha, beta, C, name);
     if (v == 4 && !bf) return by_out_f16<Cfg16p2>(ctx, st, A, B, alpha, beta, C, name);
+    if (v == 12 && !bf) return by_out_f16<Cfg16wg4, true>(ctx, st, A, B, alpha, beta, C, name);
     if (rg == 4) return by_out<Cfg16g4>(ctx, st, bf, A, B, alpha, beta, C, name);
     if (rg == 8) return by_out<Cfg16g8>(ctx, st, bf, A, B, alpha, beta, C, name);
     if (rg == 16) return by_out<Cfg16g16>(ctx, st, bf, A, B, alpha, beta, C, name);

@@ -118,7 +118,7 @@ enum { SM_LAST = 1, SM_END = 2 };
 /* Compile-time shape. KC union entries (block columns) per stage; R = 256 / BS rows per group. A stage is
    [B box, consumer 0's 64 columns: KC*BS rows x 128 bytes][the same for consumer 1][A slots: KC x R blocks]. */
 template <int BS_, int KC_, int STAGES_, bool SS_ = true, int EPR_ = 64 / BS_, int PW_ = 1, int RG_ = 1, bool KO_ = false,
-          int AS_ = 0, bool CP_ = false, int PREG_ = 72>
+          int AS_ = 0, bool CP_ = false, int PREG_ = 72, int NH_ = 1>
 struct SmallCfg {
     static constexpr int BS = BS_;
     /* SS: Bᵀ read by wgmma from the B box in shared memory (trans-a) and each stage's wgmma group left in flight
@@ -133,7 +133,13 @@ struct SmallCfg {
     static constexpr int PW = PW_;
     static_assert(PW_ >= 1 && PW_ <= 4 && STAGES_ >= PW_, "PW 1-4, at most STAGES");
     static_assert(KC_ == 1 || KC_ == 2, "KC 1 or 2 (entries of one stage stay inside one 32-entry chunk)");
-    static constexpr int R = 256 / BS_;               /* block rows per group                             */
+    /* NH (session 19): 64-column halves per consumer — an item is R = 256 / (BS * NH) block rows x 128 * NH
+       columns (the accumulators stay at 128 registers); NH 2 halves the group's rows and doubles each entry's
+       columns, so the per-entry costs of both sides (the producer's index work and TMA issues, the consumer's
+       barrier, record and guards) buy twice the columns */
+    static constexpr int NH = NH_;
+    static_assert(NH_ == 1 || (NH_ == 2 && SS_ && !KO_), "NH 1, or 2 with Bᵀ from shared memory, group-outer order");
+    static constexpr int R = 256 / BS_ / NH_;         /* block rows per group                             */
     static constexpr int RMASK = (1 << R) - 1;
     /* RG: consecutive row slots of an entry per wgmma (m64n(RG*BS)k16 over RG adjacent blocks, issued when any of
        them is present; the producer zeroes the slots of absent rows in a present group). 1: one wgmma per row. */
@@ -144,9 +150,9 @@ struct SmallCfg {
        that the two k16 steps of one accumulator set are not issued back to back */
     static constexpr bool KO = KO_;
     static constexpr int KS = BS_ / 16;               /* k16 steps per block                              */
-    static constexpr int BN = 128;                    /* columns per item                                 */
-    static constexpr int SUB_BYTES = KC_ * BS_ * 128; /* one consumer's B box(es)                         */
-    static constexpr int B_BYTES = 2 * SUB_BYTES;
+    static constexpr int BN = 128 * NH_;              /* columns per item                                 */
+    static constexpr int SUB_BYTES = KC_ * BS_ * 128; /* one 64-column B box per entry (consumer c, half h: c * NH + h) */
+    static constexpr int B_BYTES = 2 * NH_ * SUB_BYTES;
     static constexpr int BLK_BYTES = BS_ * BS_ * 2;
     /* AS (timing experiment, results wrong): A slots per stage; the KC entries' row slots alias modulo AS, so a
        stage is as large as the compact A region of a sparse stage would be (session 12). 0: KC * R, no alias. */
@@ -156,9 +162,9 @@ struct SmallCfg {
        overflow mask in the record's flags, bits 8..), and a pair with more such groups than fit is issued as two
        one-entry stages. Every producer warp numbers the stages the same way (one ballot per 32-entry window). */
     static constexpr bool CP = CP_;
-    static_assert(!CP_ || (KC_ == 2 && SS_ && !KO_ && AS_ >= 256 / BS_ && (AS_ - 256 / BS_) % RG_ == 0),
+    static_assert(!CP_ || (KC_ == 2 && SS_ && !KO_ && AS_ >= R && (AS_ - R) % RG_ == 0),
                   "CP: two entries per stage, Bᵀ from shared memory, R + whole groups of overflow slots");
-    static constexpr int XG = CP_ ? (AS_ - 256 / BS_) / RG_ : 0; /* overflow groups per stage                */
+    static constexpr int XG = CP_ ? (AS_ - R) / RG_ : 0; /* overflow groups per stage                         */
     static_assert(CP_ || (A_SLOTS % R == 0 && A_SLOTS <= KC_ * R), "AS: whole entries' worth of row slots");
     static __device__ __forceinline__ uint32_t aslot(int k) { return (uint32_t)(k % A_SLOTS); }
     /* the A slot of row r of entry j of a stage (CP: ov = entry 1's groups in the overflow slots); producer and
@@ -176,14 +182,14 @@ struct SmallCfg {
     static constexpr int A_BYTES = A_SLOTS * BLK_BYTES;
     static constexpr int STAGE_BYTES = B_BYTES + A_BYTES;
     static_assert(STAGE_BYTES % 1024 == 0, "stages stay 1024-byte aligned (128-byte swizzle of the B boxes)");
-    static constexpr int ENTRY_B_BYTES = 2 * BS_ * 128; /* the B bytes of one entry (both consumers)        */
+    static constexpr int ENTRY_B_BYTES = 2 * NH_ * BS_ * 128; /* the B bytes of one entry (both consumers)  */
     /* A blocks: K-major B operand, rows of BS*2 bytes, swizzle of that width; 8-row groups SBO apart */
     static constexpr uint32_t A_SWZ = BS_ == 32 ? 2u : 3u; /* descriptor mode: 64-byte, 32-byte           */
     static constexpr uint32_t A_SBO = 8u * BS_ * 2u;
     /* epilogue staging per consumer: EPR block rows (EPR * BS C rows) x 64 columns fp32, row pitch 68 floats */
     static constexpr int PITCH = 68;
     static constexpr int EPR = EPR_;
-    static_assert(EPR_ >= 1 && (256 / BS_) % EPR_ == 0, "EPR divides R");
+    static_assert(EPR_ >= 1 && R % EPR_ == 0, "EPR divides R");
     static constexpr int STG_ROWS = EPR_ * BS_;
     static constexpr int STG_WG_BYTES = STG_ROWS * PITCH * 4;
     static constexpr int STG_OFF = STAGES_ * STAGE_BYTES;
@@ -814,7 +820,7 @@ __global__ void __launch_bounds__(384, 1)
                         const uint32_t vm = (masks >> (j * R)) & (uint32_t)CF::RMASK;
                         if (lane == 0 && vm && p.diag != 3) {
 #pragma unroll
-                            for (int q = 0; q < 2; ++q)
+                            for (int q = 0; q < 2 * CF::NH; ++q) /* box q: columns n0 + 64 q (consumer q / NH) */
                                 tma_load_2d(st + q * CF::SUB_BYTES + j * BS * 128, &tmB, fb, n0 + 64 * q, col[j] * BS);
                         }
                         if (val[j] && p.diag != 2 && p.diag != 3) tma_load_3d(st + CF::B_BYTES + CF::slot(j, lane, ov) * CF::BLK_BYTES, &tmA, fb, 0, 0, blk[j]);
@@ -888,8 +894,8 @@ __global__ void __launch_bounds__(384, 1)
         /* R accumulator sets of BS/2 registers, flat: set r at [r * BS/2]; RG consecutive sets are the registers of
            one m64n(RG*BS) wgmma (register i of m64nN is column 8(i/4) + 2(lane%4) + i%2 of row 16w + lane/4 + 8((i/2)%2),
            so set r of m64nBS is registers r*BS/2 .. of m64n(RG*BS) starting at row slot 0 of the group) */
-        constexpr int AW = BS / 2;
-        float acc[R * AW];
+        constexpr int AW = BS / 2, NH = CF::NH;
+        float acc[NH * R * AW]; /* half h's sets at [h * R * AW] */
         uint32_t s = 0, ph = 0;
         /* (register path) ldmatrix.x4.trans addresses: lane l feeds matrix l/8, row l%8: matrices 0/1 (k 0-7) and
            2/3 (k 8-15) of columns 16w + 0-7 / 8-15. In the 128-byte swizzled box, row kr's 16-byte chunk q sits at
@@ -923,7 +929,7 @@ __global__ void __launch_bounds__(384, 1)
            once; a stage, entry, k16 step or slot only moves their start-address field (in 16-byte units: dBt / dAs
            below, the stage's so), one add each instead of the mask-shift-or of a fresh descriptor per wgmma (ncu,
            session 14: the consumers bind, ~190 instructions per stage) */
-        const uint64_t dA0 = smem_desc(sbase + (uint32_t)c * CF::SUB_BYTES, 8192u, 1024u);
+        const uint64_t dA0 = smem_desc(sbase + (uint32_t)(c * NH) * CF::SUB_BYTES, 8192u, 1024u);
         const uint64_t dB0 = smem_desc_swz(sbase + CF::B_BYTES, 16u, CF::A_SBO, CF::A_SWZ);
         auto dBt = [](int j, int ks) { return (uint32_t)((j * BS + 16 * ks) * 128 / 16); };
         auto dAs = [](uint32_t sl, int ks) { return sl * (uint32_t)(CF::BLK_BYTES / 16) + 2u * (uint32_t)ks; };
@@ -954,15 +960,19 @@ __global__ void __launch_bounds__(384, 1)
                             const int r = q * CF::RG;
                             const uint32_t sl = CF::slot(j, r, ov);
                             const int on = masks & (CF::GMASK << (j * R + r)); /* one test of a constant mask */
-                            if constexpr (CF::KS == 2 && SMmaSS2<BS * CF::RG, DT>::ok) {
-                                SMmaSS2<BS * CF::RG, DT>::run(&acc[r * AW], desc_advance(dA0, so + dBt(j, 0)),
-                                                              desc_advance(dB0, so + dAs(sl, 0)), desc_advance(dA0, so + dBt(j, 1)),
-                                                              desc_advance(dB0, so + dAs(sl, 1)), on);
-                            } else {
 #pragma unroll
-                                for (int ks = 0; ks < CF::KS; ++ks)
-                                    SMmaSS<BS * CF::RG, DT>::run(&acc[r * AW], desc_advance(dA0, so + dBt(j, ks)),
-                                                                 desc_advance(dB0, so + dAs(sl, ks)), on);
+                            for (int h = 0; h < NH; ++h) { /* this consumer's 64-column halves: box c * NH + h */
+                                const uint32_t ho = so + (uint32_t)(h * CF::SUB_BYTES / 16);
+                                float *ac = &acc[(h * R + r) * AW];
+                                if constexpr (CF::KS == 2 && SMmaSS2<BS * CF::RG, DT>::ok) {
+                                    SMmaSS2<BS * CF::RG, DT>::run(ac, desc_advance(dA0, ho + dBt(j, 0)), desc_advance(dB0, so + dAs(sl, 0)),
+                                                                  desc_advance(dA0, ho + dBt(j, 1)), desc_advance(dB0, so + dAs(sl, 1)), on);
+                                } else {
+#pragma unroll
+                                    for (int ks = 0; ks < CF::KS; ++ks)
+                                        SMmaSS<BS * CF::RG, DT>::run(ac, desc_advance(dA0, ho + dBt(j, ks)),
+                                                                     desc_advance(dB0, so + dAs(sl, ks)), on);
+                                }
                             }
                         }
                     }
@@ -1000,9 +1010,9 @@ __global__ void __launch_bounds__(384, 1)
             SPROF(++cit;)
             const int g = m.x, ntile = m.y;
 #pragma unroll
-            for (int i = 0; i < R * AW; ++i) acc[i] = 0.0f;
+            for (int i = 0; i < NH * R * AW; ++i) acc[i] = 0.0f;
 #pragma unroll
-            for (int i = 0; i < R * AW; ++i) reg_fence(acc[i]);
+            for (int i = 0; i < NH * R * AW; ++i) reg_fence(acc[i]);
             int masks = m.z, fl = m.w;
             if constexpr (CF::SS) {
                 /* the stage before this one stays in flight while this one is issued: a consumer does not wait
@@ -1038,13 +1048,13 @@ __global__ void __launch_bounds__(384, 1)
                 }
             }
 #pragma unroll
-            for (int i = 0; i < R * AW; ++i) reg_fence(acc[i]);
+            for (int i = 0; i < NH * R * AW; ++i) reg_fence(acc[i]);
             /* epilogue: EPR block rows (STG_ROWS C rows) per pass through the staging buffer; the passes are unrolled
                at compile time (static_for) so that every accumulator index is a constant (else they go to local
                memory) */
             SPROF(const long long e0 = clock64();)
             const int64_t grow0 = (int64_t)g * R * BS;
-            const int col0 = ntile * CF::BN + 64 * c;
+            const int col0 = ntile * CF::BN + 64 * NH * c; /* half h: + 64 h */
             const int mrow = 16 * warp + (lane >> 2);
             if constexpr (TS) {
                 /* Accumulator i of block row rr is C row 8 (i / 4) + 2 (lane % 4) + (i % 2) of the block, column
@@ -1052,12 +1062,12 @@ __global__ void __launch_bounds__(384, 1)
                    rows of one column — the mma fragment of the 8 x 8 matrix (h = (i / 2) % 2, n8 = i / 4) whose
                    rows are C columns. stmatrix.trans stores it as 8 C rows of 16 bytes (columns 16 warp + 8 h ..),
                    chunk 2 warp + h of the row, XOR-swizzled by row % 8 (TMA's 128-byte swizzle: conflict-free). */
-                constexpr int BPR = CF::TS_ROWS / BS; /* block rows per round */
-                static_assert((R / BPR) % 2 == 0, "an even number of rounds: round 0 of the next item reuses buffer 0");
+                constexpr int BPR = CF::TS_ROWS / BS; /* block rows per round; rounds half-major */
+                static_assert((NH * R / BPR) % 2 == 0, "an even number of rounds: round 0 of the next item reuses buffer 0");
                 const uint32_t tsb = sbase + CF::STG_OFF + (uint32_t)c * (2u * CF::TS_BUF);
                 const int q = lane >> 3, k8 = lane & 7;
-                static_for<R / BPR>([&](auto Pc) {
-                    constexpr int P = decltype(Pc)::value;
+                static_for<NH * R / BPR>([&](auto Pc) {
+                    constexpr int P = decltype(Pc)::value, H = P / (R / BPR), PR = P % (R / BPR);
                     const uint32_t buf = tsb + (uint32_t)(P & 1) * CF::TS_BUF;
                     bulk_wait_read<1>(); /* the store that read this buffer (two rounds ago) is done (only thread 0
                                             has stores; no branch around it: see below) */
@@ -1070,8 +1080,8 @@ __global__ void __launch_bounds__(384, 1)
 #pragma unroll
                             for (int mq = 0; mq < 4; ++mq) {
                                 const int i0 = 4 * (2 * t + (mq >> 1)) + 2 * (mq & 1);
-                                const float a0 = p.alpha * acc[(P * BPR + rr) * AW + i0];
-                                const float a1 = p.alpha * acc[(P * BPR + rr) * AW + i0 + 1];
+                                const float a0 = p.alpha * acc[(H * R + PR * BPR + rr) * AW + i0];
+                                const float a1 = p.alpha * acc[(H * R + PR * BPR + rr) * AW + i0 + 1];
                                 if constexpr (CT == BSK_F16) {
                                     const __half2 h2 = __floats2half2_rn(a0, a1);
                                     v[mq] = *(const uint32_t *)&h2;
@@ -1088,13 +1098,14 @@ __global__ void __launch_bounds__(384, 1)
                     named_bar_sync(1 + c, 128);
                     /* thread 0 stores (a predicated instruction, not a branch: C7520); every thread commits (an
                        empty group elsewhere) */
-                    const int64_t row0 = grow0 + (int64_t)P * CF::TS_ROWS;
-                    tma_store_2d_if(&tmC, buf, col0, (int)row0, tw == 0 && row0 < p.M && col0 < p.N);
+                    const int64_t row0 = grow0 + (int64_t)PR * CF::TS_ROWS;
+                    const int colh = col0 + 64 * H;
+                    tma_store_2d_if(&tmC, buf, colh, (int)row0, tw == 0 && row0 < p.M && colh < p.N);
                     bulk_commit();
                 });
             } else
-            static_for<R / CF::EPR>([&](auto Pc) {
-                constexpr int P = decltype(Pc)::value;
+            static_for<NH * R / CF::EPR>([&](auto Pc) {
+                constexpr int P = decltype(Pc)::value, H = P / (R / CF::EPR), PR = P % (R / CF::EPR);
                 named_bar_sync(1 + c, 128); /* the previous pass (or item) has read the buffer */
 #pragma unroll
                 for (int rr = 0; rr < CF::EPR; ++rr)
@@ -1105,14 +1116,14 @@ __global__ void __launch_bounds__(384, 1)
                         /* an inline-asm store (plain C++ stores of the accumulators here went with ptxas
                            serialising the mainloop's guarded wgmmas, C7520, in one version of this code) */
                         asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(stg_u + 4u * (uint32_t)((rr * BS + rp) * CF::PITCH + mm)),
-                                     "f"(acc[(P * CF::EPR + rr) * AW + i])
+                                     "f"(acc[(H * R + PR * CF::EPR + rr) * AW + i])
                                      : "memory");
                     }
                 named_bar_sync(1 + c, 128);
                 /* no branch around this (rows past M and columns past N are masked inside) and C's dtype a
                    template parameter: either a branch here made ptxas serialise the mainloop's wgmmas (C7520) */
-                small_store_rows<CT, CF::PITCH, CF::STG_ROWS>(stg, (char *)p.C, p.ldc, grow0 + (int64_t)P * CF::STG_ROWS,
-                                                              col0, p.M, p.N, p.alpha, p.beta, tw);
+                small_store_rows<CT, CF::PITCH, CF::STG_ROWS>(stg, (char *)p.C, p.ldc, grow0 + (int64_t)PR * CF::STG_ROWS,
+                                                              col0 + 64 * H, p.M, p.N, p.alpha, p.beta, tw);
             });
             SPROF(ce += clock64() - e0;)
         }
