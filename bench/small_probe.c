@@ -14,7 +14,8 @@
    absent-row slots of grouped wgmmas zeroed by TMA vs by stores, b32 and b16), --ts (session 16: the TMA-store
    epilogue vs the fp32-staged one, b32 / b16 at 8192^3 and 2048^3), --prep (session 16: the whole call vs the two
    prep kernels alone vs the call without PDL), --wide (session 19: wide items, 128 rows x 256 columns — variants
-   10 / 11 / 13 at b32, 12 at b16 — against the default, alternated).
+   10 / 11 / 13 at b32, 12 at b16 — against the default, alternated), --wide2 (session 19 run 2: NH 2 one row per
+   wgmma (11), one entry per stage (14), NH 4 (15, 16) at b32; NH 2 / 4 at b16 (12, 17); 2048^3).
    Built and run by bench/small_probe.sh on the device machine. Helpers: bench/probe_util.h. */
 #include "probe_util.h"
 
@@ -58,7 +59,7 @@ typedef struct {
 int main(int argc, char **argv)
 {
     int ab = 0, diag = 0, prof = 0, s2048 = 0, cross = 0, rgs = 0, rgdiag = 0, run2 = 0, alias = 0, compact = 0, zt = 0,
-        ts = 0, prep = 0, wide = 0;
+        ts = 0, prep = 0, wide = 0, wide2 = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--ab")) ab = 1;
         else if (!strcmp(argv[i], "--diag")) diag = 1;
@@ -74,6 +75,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--ts")) ts = 1;
         else if (!strcmp(argv[i], "--prep")) prep = 1;
         else if (!strcmp(argv[i], "--wide")) wide = 1;
+        else if (!strcmp(argv[i], "--wide2")) wide2 = 1;
         else if (!strcmp(argv[i], "--iters") && i + 1 < argc) ITERS = atoi(argv[++i]);
     }
     if (ITERS < 1 || ITERS > 256) ITERS = 20;
@@ -225,6 +227,16 @@ int main(int argc, char **argv)
             for (int k = 0; k < 4; k++) ADD(.b = 16, .d = ds[di], .v = v16[k], .size = 8192);
         for (int di = 0; di < 3; di++)
             for (int k = 0; k < 4; k++) ADD(.b = 32, .d = ds[di], .v = v2k[k], .size = 2048);
+    }
+    if (wide2) { /* session 19 run 2, alternated */
+        const double da[5] = {0.05, 0.10, 0.25, 0.40, 0.50}, d16[4] = {0.05, 0.10, 0.25, 0.50};
+        const int vw[10] = {0, 11, 14, 15, 16, 16, 15, 14, 11, 0}, v16[6] = {0, 12, 17, 17, 12, 0}, v2k[6] = {0, 11, 15, 15, 11, 0};
+        for (int di = 0; di < 5; di++)
+            for (int k = 0; k < 10; k++) ADD(.b = 32, .d = da[di], .v = vw[k], .size = 8192);
+        for (int di = 0; di < 4; di++)
+            for (int k = 0; k < 6; k++) ADD(.b = 16, .d = d16[di], .v = v16[k], .size = 8192);
+        for (int di = 0; di < 3; di++)
+            for (int k = 0; k < 6; k++) ADD(.b = 32, .d = ds[di], .v = v2k[k], .size = 2048);
     }
     if (s2048) {
         for (int di = 0; di < 3; di++)

@@ -495,8 +495,9 @@ BSK_TEST(gpu_hopper_small_compact)
     bsk__hopper_small_tune = small_saved;
 }
 
-/* Wide items (session 19, variants 10-13 of fp16 input: 128 rows x 256 columns, each consumer two 64-column
-   halves): b32 compact pairs (10), one row per wgmma (11), one entry per stage (13), b16 4 rows per wgmma (12) —
+/* Wide items (session 19, variants 10-17 of fp16 input: NH 2 = 128 rows x 256 columns, each consumer two 64-column
+   halves; NH 4 = 64 rows x 512 columns): b32 NH 2 compact pairs (10), one row per wgmma (11), one entry per stage
+   (13, 14), NH 4 (15, 16); b16 4 rows per wgmma, NH 2 (12) and NH 4 (17) —
    densities from sparse to full, skewed rows, M tails inside a group and M = 1, N past a half (N % 64 != 0), a
    consumer wholly past N (N = 40), N past the first consumer's halves but inside the second's, the TMA-store epilogue
    (fp16 C, beta 0) and the direct one (fp32 / bf16 C, beta != 0), 3 CTAs taking many items, long lists across the
@@ -508,10 +509,10 @@ BSK_TEST(gpu_hopper_small_wide)
     if (why) SKIP(why);
     const struct bsk_hopper_small_tune_s saved = bsk__hopper_small_tune;
     bsk_rng *r = bsk_test_rng();
-    const int vs[4] = {10, 11, 13, 12};
+    const int vs[8] = {10, 11, 13, 12, 14, 15, 16, 17};
     const double ds[5] = {0.05, 0.2, 0.45, 1.0, 0.3};
-    for (int vi = 0; vi < 4; vi++) {
-        const int b = vs[vi] == 12 ? 16 : 32;
+    for (int vi = 0; vi < 8; vi++) {
+        const int b = vs[vi] == 12 || vs[vi] == 17 ? 16 : 32;
         bsk__hopper_small_tune.variant = vs[vi];
         for (int di = 0; di < 5; di++) {
             bsk__hopper_small_tune.max_ctas = di % 2 ? 3 : 0;
@@ -562,9 +563,9 @@ BSK_TEST(gpu_hopper_small_malformed_indices_safe)
         dB.data = spmm_dev_copy(B.data, spmm_dense_bytes(&B));
         dC.data = spmm_dev_copy(C.data, spmm_dense_bytes(&C));
         REQUIRE(dB.data && dC.data);
-        for (int v = 0; v < 14; v++) { /* 5-7: the default shape with rows grouped per wgmma (small_rg 2-4); 8, 9:
-                                           the compact-pair stages (b32); 10-13: wide items (b32 10, 11, 13; b16 12) */
-            if (v >= 10 && (b == 16) != (v == 12)) continue;
+        for (int v = 0; v < 18; v++) { /* 5-7: the default shape with rows grouped per wgmma (small_rg 2-4); 8, 9:
+                                           the compact-pair stages (b32); 10-17: wide items (b16: 12, 17) */
+            if (v >= 10 && (b == 16) != (v == 12 || v == 17)) continue;
             bsk__hopper_small_tune.variant = v < 5 || v >= 8 ? v : 0;
             bsk__hopper_small_tune.rows_per_mma = v < 5 || v >= 8 ? 0 : small_rg(b, v - 3);
             bsk__hopper_small_tune.max_ctas = v % 2 ? 2 : 0;

@@ -65,6 +65,13 @@ typedef SmallCfg<32, 2, 4, true, 2, 4, 2, false, 6, true, 88, 2> Cfg32wcp;
 typedef SmallCfg<32, 2, 4, true, 1, 4, 1, false, 0, false, 72, 2> Cfg32w;
 typedef SmallCfg<16, 2, 7, true, 4, 4, 4, false, 0, false, 72, 2> Cfg16wg4;
 typedef SmallCfg<32, 1, 8, true, 1, 4, 2, false, 0, false, 88, 2> Cfg32w1;
+/* run 2: 14 b32 one entry per stage, one row per wgmma (8 x 24 KB); NH 4 (64 rows x 512 columns, one entry per
+   stage, 5 x 36 KB): 15 b32 one row per wgmma, 16 b32 2 rows per wgmma; 17 b16 4 rows per wgmma (two entries per
+   stage, 5 x 36 KB) */
+typedef SmallCfg<32, 1, 8, true, 1, 4, 1, false, 0, false, 72, 2> Cfg32w1r;
+typedef SmallCfg<32, 1, 5, true, 1, 4, 1, false, 0, false, 72, 4> Cfg32w4;
+typedef SmallCfg<32, 1, 5, true, 1, 4, 2, false, 0, false, 88, 4> Cfg32w4g2;
+typedef SmallCfg<16, 2, 5, true, 4, 4, 4, false, 0, false, 72, 4> Cfg16w4g4;
 
 /* Below these block densities (nnzb / (mb * nb)) the portable mma.sync kernel is faster, so this kernel declines
    (bsk__hopper_small_tune.force takes every case; the tests use it). Measured at 8192^3 fp16 on an H100, same run,
@@ -302,6 +309,9 @@ bsk_status bsk_hopper_spmm_small(bsk_context *ctx, bsk_op op, float alpha, const
         if (v == 10 && !bf) return by_out_f16<Cfg32wcp, true>(ctx, st, A, B, alpha, beta, C, name);
         if (v == 11 && !bf) return by_out_f16<Cfg32w, true>(ctx, st, A, B, alpha, beta, C, name);
         if (v == 13 && !bf) return by_out_f16<Cfg32w1, true>(ctx, st, A, B, alpha, beta, C, name);
+        if (v == 14 && !bf) return by_out_f16<Cfg32w1r, true>(ctx, st, A, B, alpha, beta, C, name);
+        if (v == 15 && !bf) return by_out_f16<Cfg32w4, true>(ctx, st, A, B, alpha, beta, C, name);
+        if (v == 16 && !bf) return by_out_f16<Cfg32w4g2, true>(ctx, st, A, B, alpha, beta, C, name);
         if (rg == 2) return by_out<Cfg32cp>(ctx, st, bf, A, B, alpha, beta, C, name);
         if (rg == 4) return by_out<Cfg32g4>(ctx, st, bf, A, B, alpha, beta, C, name);
         if (rg == 8) return by_out<Cfg32g8>(ctx, st, bf, A, B, alpha, beta, C, name);
@@ -312,6 +322,7 @@ bsk_status bsk_hopper_spmm_small(bsk_context *ctx, bsk_op op, float alpha, const
     if (v == 3 && !bf) return by_out_f16<Cfg16p1>(ctx, st, A, B, alpha, beta, C, name);
     if (v == 4 && !bf) return by_out_f16<Cfg16p2>(ctx, st, A, B, alpha, beta, C, name);
     if (v == 12 && !bf) return by_out_f16<Cfg16wg4, true>(ctx, st, A, B, alpha, beta, C, name);
+    if (v == 17 && !bf) return by_out_f16<Cfg16w4g4, true>(ctx, st, A, B, alpha, beta, C, name);
     if (rg == 4) return by_out<Cfg16g4>(ctx, st, bf, A, B, alpha, beta, C, name);
     if (rg == 8) return by_out<Cfg16g8>(ctx, st, bf, A, B, alpha, beta, C, name);
     if (rg == 16) return by_out<Cfg16g16>(ctx, st, bf, A, B, alpha, beta, C, name);

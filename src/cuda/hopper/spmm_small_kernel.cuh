@@ -138,7 +138,8 @@ struct SmallCfg {
        columns, so the per-entry costs of both sides (the producer's index work and TMA issues, the consumer's
        barrier, record and guards) buy twice the columns */
     static constexpr int NH = NH_;
-    static_assert(NH_ == 1 || (NH_ == 2 && SS_ && !KO_), "NH 1, or 2 with Bᵀ from shared memory, group-outer order");
+    static_assert(NH_ == 1 || ((NH_ == 2 || NH_ == 4) && SS_ && !KO_ && 256 / BS_ / NH_ >= 2),
+                  "NH 1, or 2 / 4 with Bᵀ from shared memory, group-outer order, at least 2 rows per group");
     static constexpr int R = 256 / BS_ / NH_;         /* block rows per group                             */
     static constexpr int RMASK = (1 << R) - 1;
     /* RG: consecutive row slots of an entry per wgmma (m64n(RG*BS)k16 over RG adjacent blocks, issued when any of
