@@ -13,9 +13,7 @@
    vs the previous default (variant 9) and compact pairs without overflow slots (variant 8)), --zt (session 13: the
    absent-row slots of grouped wgmmas zeroed by TMA vs by stores, b32 and b16), --ts (session 16: the TMA-store
    epilogue vs the fp32-staged one, b32 / b16 at 8192^3 and 2048^3), --prep (session 16: the whole call vs the two
-   prep kernels alone vs the call without PDL), --wide (session 19: wide items, 128 rows x 256 columns — variants
-   10 / 11 / 13 at b32, 12 at b16 — against the default, alternated), --wide2 (session 19 run 2: NH 2 one row per
-   wgmma (11), one entry per stage (14), NH 4 (15, 16) at b32; NH 2 / 4 at b16 (12, 17); 2048^3).
+   prep kernels alone vs the call without PDL), --wide (session 19: wide items, knob wide 1 / 2 / 4, alternated).
    Built and run by bench/small_probe.sh on the device machine. Helpers: bench/probe_util.h. */
 #include "probe_util.h"
 
@@ -54,12 +52,13 @@ typedef struct {
     int zt; /* zero_tma knob (0: the default) */
     int ed; /* epi_direct knob: 1 the fp32-staged epilogue instead of the TMA-store one (session 16) */
     int po; /* 1: prep_only (the two prep kernels alone), 2: no_pdl (session 16) */
+    int nh; /* wide knob (0: the default; session 19) */
 } cfg;
 
 int main(int argc, char **argv)
 {
     int ab = 0, diag = 0, prof = 0, s2048 = 0, cross = 0, rgs = 0, rgdiag = 0, run2 = 0, alias = 0, compact = 0, zt = 0,
-        ts = 0, prep = 0, wide = 0, wide2 = 0;
+        ts = 0, prep = 0, wide = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--ab")) ab = 1;
         else if (!strcmp(argv[i], "--diag")) diag = 1;
@@ -75,7 +74,6 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--ts")) ts = 1;
         else if (!strcmp(argv[i], "--prep")) prep = 1;
         else if (!strcmp(argv[i], "--wide")) wide = 1;
-        else if (!strcmp(argv[i], "--wide2")) wide2 = 1;
         else if (!strcmp(argv[i], "--iters") && i + 1 < argc) ITERS = atoi(argv[++i]);
     }
     if (ITERS < 1 || ITERS > 256) ITERS = 20;
@@ -218,25 +216,16 @@ int main(int argc, char **argv)
                 for (int di = 0; di < 3; di += si ? 2 : 1)
                     for (int k = 0; k < 6; k++) ADD(.b = bi ? 16 : 32, .d = ds[di], .po = pp[k], .size = si ? 8192 : 2048);
     }
-    if (wide) { /* session 19: wide items vs the default, alternated; b32 8192^3 and 2048^3, b16 8192^3 */
-        const double da[4] = {0.05, 0.10, 0.25, 0.50};
-        const int vw[8] = {0, 10, 11, 13, 13, 11, 10, 0}, v16[4] = {0, 12, 12, 0}, v2k[4] = {0, 10, 10, 0};
-        for (int di = 0; di < 4; di++)
-            for (int k = 0; k < 8; k++) ADD(.b = 32, .d = da[di], .v = vw[k], .size = 8192);
-        for (int di = 0; di < 3; di++)
-            for (int k = 0; k < 4; k++) ADD(.b = 16, .d = ds[di], .v = v16[k], .size = 8192);
-        for (int di = 0; di < 3; di++)
-            for (int k = 0; k < 4; k++) ADD(.b = 32, .d = ds[di], .v = v2k[k], .size = 2048);
-    }
-    if (wide2) { /* session 19 run 2, alternated */
-        const double da[5] = {0.05, 0.10, 0.25, 0.40, 0.50}, d16[4] = {0.05, 0.10, 0.25, 0.50};
-        const int vw[10] = {0, 11, 14, 15, 16, 16, 15, 14, 11, 0}, v16[6] = {0, 12, 17, 17, 12, 0}, v2k[6] = {0, 11, 15, 15, 11, 0};
+    if (wide) { /* session 19: wide items (knob wide: 1 / 2 / 4 halves per consumer) alternated; b32 8192^3 and 2048^3,
+                   b16 8192^3 (the NH 2 compact-pair / 2-rows / one-entry b32 shapes of runs 1-2 were removed) */
+        const double da[5] = {0.05, 0.10, 0.25, 0.40, 0.50};
+        const int w32[4] = {1, 4, 4, 1}, w16[6] = {1, 2, 4, 4, 2, 1};
         for (int di = 0; di < 5; di++)
-            for (int k = 0; k < 10; k++) ADD(.b = 32, .d = da[di], .v = vw[k], .size = 8192);
-        for (int di = 0; di < 4; di++)
-            for (int k = 0; k < 6; k++) ADD(.b = 16, .d = d16[di], .v = v16[k], .size = 8192);
+            for (int k = 0; k < 4; k++) ADD(.b = 32, .d = da[di], .nh = w32[k], .size = 8192);
+        for (int di = 0; di < 5; di++)
+            for (int k = 0; k < 6; k++) ADD(.b = 16, .d = da[di], .nh = w16[k], .size = 8192);
         for (int di = 0; di < 3; di++)
-            for (int k = 0; k < 6; k++) ADD(.b = 32, .d = ds[di], .v = v2k[k], .size = 2048);
+            for (int k = 0; k < 4; k++) ADD(.b = 32, .d = ds[di], .nh = w32[k], .size = 2048);
     }
     if (s2048) {
         for (int di = 0; di < 3; di++)
@@ -280,6 +269,7 @@ int main(int argc, char **argv)
         bsk__hopper_small_tune.epi_direct = c.ed;
         bsk__hopper_small_tune.prep_only = c.po == 1;
         bsk__hopper_small_tune.no_pdl = c.po == 2;
+        bsk__hopper_small_tune.wide = c.nh;
         bsk_dense B = {S_, S_, S_, BSK_F16, BSK_MEM_DEVICE, dB}, C = {S_, S_, S_, BSK_F16, BSK_MEM_DEVICE, dC};
         probe_spmm_arg sa = {ctx, &A, &B, &C};
         double err = -1;
@@ -300,8 +290,8 @@ int main(int argc, char **argv)
         }
         const double ms = time_it(probe_run_spmm, &sa);
         const double tf = 2.0 * (double)A.nnzb * c.b * c.b * (double)S_ / (ms * 1e-3) * 1e-12;
-        snprintf(table[nt], 200, "%5lld %3d %5.3f v%d rg %2d zt %d ed %d po %d diag %d ctas %3d | %8.4f ms %7.1f TFLOPS E %.3f err %9.2e %s",
-                 (long long)S_, c.b, c.d, c.v, c.rg, c.zt, c.ed, c.po, c.diag, c.maxc ? c.maxc : bsk__hopper_small_tune.out_grid, ms, tf,
+        snprintf(table[nt], 200, "%5lld %3d %5.3f v%d rg %2d nh %d zt %d ed %d po %d diag %d ctas %3d | %8.4f ms %7.1f TFLOPS E %.3f err %9.2e %s",
+                 (long long)S_, c.b, c.d, c.v, c.rg, bsk__hopper_small_tune.out_nh, c.zt, c.ed, c.po, c.diag, c.maxc ? c.maxc : bsk__hopper_small_tune.out_grid, ms, tf,
                  tf / dense[S_ == 2048], err, kern);
         printf("%s\n", table[nt]);
         if (prof) {
@@ -321,6 +311,7 @@ int main(int argc, char **argv)
         bsk__hopper_small_tune.epi_direct = 0;
         bsk__hopper_small_tune.prep_only = 0;
         bsk__hopper_small_tune.no_pdl = 0;
+        bsk__hopper_small_tune.wide = 0;
     }
     if (have) {
         bsk_bsr_free(&A);

@@ -495,13 +495,12 @@ BSK_TEST(gpu_hopper_small_compact)
     bsk__hopper_small_tune = small_saved;
 }
 
-/* Wide items (session 19, variants 10-17 of fp16 input: NH 2 = 128 rows x 256 columns, each consumer two 64-column
-   halves; NH 4 = 64 rows x 512 columns): b32 NH 2 compact pairs (10), one row per wgmma (11), one entry per stage
-   (13, 14), NH 4 (15, 16); b16 4 rows per wgmma, NH 2 (12) and NH 4 (17) —
-   densities from sparse to full, skewed rows, M tails inside a group and M = 1, N past a half (N % 64 != 0), a
-   consumer wholly past N (N = 40), N past the first consumer's halves but inside the second's, the TMA-store epilogue
-   (fp16 C, beta 0) and the direct one (fp32 / bf16 C, beta != 0), 3 CTAs taking many items, long lists across the
-   32-entry windows. */
+/* Wide items (session 19, knob `wide`: NH 64-column halves per consumer, an item of 256 / (b * NH) block rows x
+   128 * NH columns; the default below d 0.35 at b32, below 0.4 at b16): b32 NH 4, b16 NH 2 and 4, both input
+   dtypes — densities from sparse to full, skewed rows, M tails inside a group and M = 1, N = 40 (one consumer wholly
+   past N), N past a half (N % 64 != 0), N inside the first consumer's halves, the TMA-store epilogue (C of the input's
+   dtype, beta 0) and the direct one (fp32 / other 16-bit C, beta != 0), 3 CTAs taking many items, long lists across
+   the 32-entry windows; then the density rule picks them (out_nh). */
 BSK_TEST(gpu_hopper_small_wide)
 {
     bsk_context *ctx = NULL;
@@ -509,27 +508,40 @@ BSK_TEST(gpu_hopper_small_wide)
     if (why) SKIP(why);
     const struct bsk_hopper_small_tune_s saved = bsk__hopper_small_tune;
     bsk_rng *r = bsk_test_rng();
-    const int vs[8] = {10, 11, 13, 12, 14, 15, 16, 17};
+    const int bs[3] = {32, 16, 16}, nhs[3] = {4, 2, 4};
     const double ds[5] = {0.05, 0.2, 0.45, 1.0, 0.3};
-    for (int vi = 0; vi < 8; vi++) {
-        const int b = vs[vi] == 12 || vs[vi] == 17 ? 16 : 32;
-        bsk__hopper_small_tune.variant = vs[vi];
+    for (int vi = 0; vi < 3; vi++) {
+        const int b = bs[vi];
+        bsk__hopper_small_tune.wide = nhs[vi];
         for (int di = 0; di < 5; di++) {
             bsk__hopper_small_tune.max_ctas = di % 2 ? 3 : 0;
+            const bsk_dtype dt = (di + vi) % 2 ? BSK_BF16 : BSK_F16, other = dt == BSK_F16 ? BSK_BF16 : BSK_F16;
             const int64_t M = di == 3 ? 1 : (int64_t)b * bsk_rng_int(r, 20, 50) + bsk_rng_int(r, 0, b - 1);
             const int64_t K = (int64_t)b * bsk_rng_int(r, 8, 90) + bsk_rng_int(r, 0, b - 1);
-            bsk_bsr A = spmm_random_bsr(M, K, b, ds[di], di == 4 ? BSK_PATTERN_SKEWED : BSK_PATTERN_UNIFORM, BSK_F16);
-            const int64_t N = di == 0 ? 40 : di == 1 ? 8 * bsk_rng_int(r, 17, 31) /* 136..248 */ : 8 * bsk_rng_int(r, 40, 90);
-            run_case(t, ctx, &A, N, 0, 0, BSK_F16, 1.0f, 0.0f, small_name(b)); /* TMA-store epilogue */
+            bsk_bsr A = spmm_random_bsr(M, K, b, ds[di], di == 4 ? BSK_PATTERN_SKEWED : BSK_PATTERN_UNIFORM, dt);
+            const int64_t N = di == 0 ? 40 : di == 1 ? 8 * bsk_rng_int(r, 17, 31) /* 136..248 */ : 8 * bsk_rng_int(r, 40, 140);
+            run_case(t, ctx, &A, N, 0, 0, dt, 1.0f, 0.0f, small_name(b)); /* TMA-store epilogue */
             CHECK(bsk__hopper_small_tune.out_ts == 1);
+            CHECK(bsk__hopper_small_tune.out_nh == nhs[vi]);
             run_case(t, ctx, &A, N, 8, 0, BSK_F32, 0.5f, 1.0f, small_name(b));
-            const int64_t No = 2 * bsk_rng_int(r, 30, 150) + 1, pad = 8 - No % 8;
-            run_case(t, ctx, &A, No, pad, pad, BSK_BF16, -0.5f, 0.75f, small_name(b));
+            const int64_t No = 2 * bsk_rng_int(r, 30, 300) + 1, pad = 8 - No % 8;
+            run_case(t, ctx, &A, No, pad, pad, other, -0.5f, 0.75f, small_name(b));
+            CHECK(bsk__hopper_small_tune.out_ts == 0);
             bsk_bsr_free(&A);
         }
-        bsk_bsr W = b == 32 ? mask_bsr(40, 32 * 4200, 32, BSK_F16, keep_wide) : mask_bsr(29, 16 * 8300, 16, BSK_F16, keep_wide);
+        bsk_bsr W = b == 32 ? mask_bsr(40, 32 * 4200, 32, BSK_F16, keep_wide) : mask_bsr(29, 16 * 8300, 16, BSK_BF16, keep_wide);
         run_case(t, ctx, &W, 264, 0, 0, BSK_F32, 1.0f, 0.5f, small_name(b));
         bsk_bsr_free(&W);
+    }
+    /* the default picks by density: b32 NH 4 below 0.35, b16 NH 4 below 0.17, NH 2 below 0.4, else NH 1 */
+    bsk__hopper_small_tune = saved;
+    const int rb[5] = {32, 32, 16, 16, 16}, rn[5] = {4, 1, 4, 2, 1};
+    const double rd[5] = {0.1, 0.6, 0.1, 0.3, 0.6};
+    for (int i = 0; i < 5; i++) {
+        bsk_bsr A = spmm_random_bsr((int64_t)rb[i] * 40, (int64_t)rb[i] * 40, rb[i], rd[i], BSK_PATTERN_UNIFORM, BSK_F16);
+        run_case(t, ctx, &A, 264, 0, 0, BSK_F16, 1.0f, 0.0f, small_name(rb[i]));
+        CHECK(bsk__hopper_small_tune.out_nh == rn[i]);
+        bsk_bsr_free(&A);
     }
     bsk__hopper_small_tune = saved;
     bsk_destroy(ctx);
@@ -563,10 +575,11 @@ BSK_TEST(gpu_hopper_small_malformed_indices_safe)
         dB.data = spmm_dev_copy(B.data, spmm_dense_bytes(&B));
         dC.data = spmm_dev_copy(C.data, spmm_dense_bytes(&C));
         REQUIRE(dB.data && dC.data);
-        for (int v = 0; v < 18; v++) { /* 5-7: the default shape with rows grouped per wgmma (small_rg 2-4); 8, 9:
-                                           the compact-pair stages (b32); 10-17: wide items (b16: 12, 17) */
-            if (v >= 10 && (b == 16) != (v == 12 || v == 17)) continue;
-            bsk__hopper_small_tune.variant = v < 5 || v >= 8 ? v : 0;
+        for (int v = 0; v < 13; v++) { /* 5-7: the default shape with rows grouped per wgmma (small_rg 2-4); 8, 9:
+                                           the compact-pair stages (b32); 10-12: wide items NH 1 / 2 (b16) / 4 */
+            if (v == 11 && b == 32) continue;
+            bsk__hopper_small_tune.wide = v >= 10 ? (v == 10 ? 1 : v == 11 ? 2 : 4) : 0;
+            bsk__hopper_small_tune.variant = v < 5 || (v >= 8 && v < 10) ? v : 0;
             bsk__hopper_small_tune.rows_per_mma = v < 5 || v >= 8 ? 0 : small_rg(b, v - 3);
             bsk__hopper_small_tune.max_ctas = v % 2 ? 2 : 0;
             CHECK_STATUS(bsk_spmm(ctx, BSK_OP_N, 1.0f, &dA, &dB, 0.5f, &dC), BSK_SUCCESS);

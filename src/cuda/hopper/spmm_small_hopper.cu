@@ -58,20 +58,20 @@ typedef SmallCfg<32, 2, 6, true, 1, 4, 2, false, 8> Cfg32a;
    (bench/results/small_regs_probe_h200_2026-11-25_s14.txt). */
 typedef SmallCfg<32, 2, 5, true, 1, 4, 2, false, 12, true, 88> Cfg32cp;
 typedef SmallCfg<32, 2, 6, true, 1, 4, 2, false, 8, true> Cfg32cp0;
-/* Session 19, wide items (NH 2: 128 rows x 256 columns per item, each consumer two 64-column halves; experiments,
-   variants 10-14): 10 b32 compact pairs, 2 rows per wgmma, 4 + 2 slots (4 x 44 KB); 11 b32 one row per wgmma (4 x
-   48 KB); 12 b16 4 rows per wgmma (7 x 24 KB); 13 b32 one entry per stage, 2 rows per wgmma (8 x 24 KB). */
-typedef SmallCfg<32, 2, 4, true, 2, 4, 2, false, 6, true, 88, 2> Cfg32wcp;
-typedef SmallCfg<32, 2, 4, true, 1, 4, 1, false, 0, false, 72, 2> Cfg32w;
-typedef SmallCfg<16, 2, 7, true, 4, 4, 4, false, 0, false, 72, 2> Cfg16wg4;
-typedef SmallCfg<32, 1, 8, true, 1, 4, 2, false, 0, false, 88, 2> Cfg32w1;
-/* run 2: 14 b32 one entry per stage, one row per wgmma (8 x 24 KB); NH 4 (64 rows x 512 columns, one entry per
-   stage, 5 x 36 KB): 15 b32 one row per wgmma, 16 b32 2 rows per wgmma; 17 b16 4 rows per wgmma (two entries per
-   stage, 5 x 36 KB) */
-typedef SmallCfg<32, 1, 8, true, 1, 4, 1, false, 0, false, 72, 2> Cfg32w1r;
+/* Wide items (session 19; NH 64-column halves per consumer, docs/hopper-spmm-notes.md "Session 19"): an item of
+   R = 256 / (BS * NH) block rows x 128 * NH columns. The per-entry costs of both sides (the producer warps' index
+   work and TMA issues, the consumers' barrier, record and guards: ~1000 cycles per 2-entry stage, session 14) then
+   buy NH times the columns, and the groups' unions shrink less than the entries do. H200, 8192^3 fp16, same run,
+   alternated (bench/results/small_wide2_probe_h200_2026-11-27_s19.txt), TFLOPS default / NH 2 / NH 4:
+     BS 32 (one row per wgmma, one entry per stage, 5 x 36 KB): d 0.05 153 / 195 / 244, d 0.1 181 / 225 / 272,
+       d 0.25 253 / 281 / 309, d 0.4 343 / 336 / 342, d 0.5 392 / 374 / 363; 2048^3 d 0.1 / 0.25 / 0.5 71 / 79 / 86,
+       134 / 139 / 158, 240 / 232 / 236. (NH 2 with compact pairs, 2 rows per wgmma or one entry per stage, and NH 4
+       with 2 rows per wgmma: all below these, run 1 and 2 of the same file set.)
+     BS 16 (4 rows per wgmma; NH 2: 7 x 24 KB, NH 4: two entries per stage, 5 x 36 KB): d 0.05 79 / 105 / 117, d 0.1
+       103 / 126 / 131, d 0.25 166 / 187 / 166, d 0.5 278 / 281 / 240. */
 typedef SmallCfg<32, 1, 5, true, 1, 4, 1, false, 0, false, 72, 4> Cfg32w4;
-typedef SmallCfg<32, 1, 5, true, 1, 4, 2, false, 0, false, 88, 4> Cfg32w4g2;
-typedef SmallCfg<16, 2, 5, true, 4, 4, 4, false, 0, false, 72, 4> Cfg16w4g4;
+typedef SmallCfg<16, 2, 7, true, 4, 4, 4, false, 0, false, 72, 2> Cfg16w2;
+typedef SmallCfg<16, 2, 5, true, 4, 4, 4, false, 0, false, 72, 4> Cfg16w4;
 
 /* Below these block densities (nnzb / (mb * nb)) the portable mma.sync kernel is faster, so this kernel declines
    (bsk__hopper_small_tune.force takes every case; the tests use it). Measured at 8192^3 fp16 on an H100, same run,
@@ -94,6 +94,9 @@ static const double MIN_DENSITY_B16_FEW_ITEMS = 0.06;
    1.747 / 1.793 / 1.739 -> 2 rows below d 0.3, else 1; b16 d 0.1 2.390 / 1.209 / 1.243 / 1.288, d 0.25 3.023 / 1.728
    / 1.725 / 1.686, d 0.5 3.411 / 2.142 / 2.052 / 1.989 -> 4 rows below d 0.2, else all 16. */
 static const double RG2_BELOW_B32 = 0.3, RG4_BELOW_B16 = 0.2;
+/* Wide items by default (session 19, the table above): BS 32 NH 4 below d 0.35 (level at 0.4, -7 % at 0.5); BS 16
+   NH 4 below d 0.17, NH 2 below 0.4 (level with the 16-row default at 0.5). Knob `wide`. */
+static const double NH4_BELOW_B32 = 0.35, NH4_BELOW_B16 = 0.17, NH2_BELOW_B16 = 0.4;
 
 /* With RG > 1 the row slots of absent rows in present groups are zeroed: by the producer warp's shared-memory stores
    + a proxy fence (sessions 9-12), or as TMA loads of an out-of-bounds block (session 13) up to ZERO_TMA_MAX_RG rows
@@ -246,14 +249,11 @@ static bsk_status by_out(bsk_context *ctx, const struct bsk_cuda_state *st, int 
     if (C->dtype == BSK_F16) return launch_small<CF, BSK_F16, BSK_F16>(ctx, st, A, B, alpha, beta, C, name);
     return launch_small<CF, BSK_F16, BSK_BF16>(ctx, st, A, B, alpha, beta, C, name);
 }
-/* The experiments are built for fp16 input only (fewer kernels to compile); ts: also the TMA-store epilogue for
-   fp16 C with beta = 0, as the default takes it (session 19's variants, compared against the default). */
-template <class CF, bool ts = false>
+/* The experiments are built for fp16 input only (fewer kernels to compile). */
+template <class CF>
 static bsk_status by_out_f16(bsk_context *ctx, const struct bsk_cuda_state *st, const bsk_bsr *A, const bsk_dense *B,
                              float alpha, float beta, bsk_dense *C, const char *name)
 {
-    if (ts && beta == 0.0f && C->dtype == BSK_F16 && C->cols % 8 == 0 && !bsk__hopper_small_tune.epi_direct)
-        return launch_small<CF, BSK_F16, BSK_F16, true>(ctx, st, A, B, alpha, beta, C, name);
     if (C->dtype == BSK_F32) return launch_small<CF, BSK_F16, BSK_F32>(ctx, st, A, B, alpha, beta, C, name);
     if (C->dtype == BSK_F16) return launch_small<CF, BSK_F16, BSK_F16>(ctx, st, A, B, alpha, beta, C, name);
     return launch_small<CF, BSK_F16, BSK_BF16>(ctx, st, A, B, alpha, beta, C, name);
@@ -283,11 +283,18 @@ bsk_status bsk_hopper_spmm_small(bsk_context *ctx, bsk_op op, float alpha, const
     if (C->rows == 0 || C->cols == 0) return BSK_SUCCESS;
     const double cells = (double)bsk_bsr_mb(A) * (double)bsk_bsr_nb(A);
     const double density = cells > 0 ? (double)A->nnzb / cells : 0.0;
+    /* 64-column halves per consumer (wide items): the knob (1, 2 = BS 16 only, 4), else by density; the variants and
+       an explicit rows_per_mma run the NH 1 shapes */
+    int nh = bsk__hopper_small_tune.wide;
+    if (v != 0 || rg != 0) nh = 1;
+    else if (nh == 0) nh = b == 32 ? (density < NH4_BELOW_B32 ? 4 : 1) : (density < NH4_BELOW_B16 ? 4 : density < NH2_BELOW_B16 ? 2 : 1);
+    if (nh != 1 && nh != 4 && !(nh == 2 && b == 16)) return BSK_ERR_UNSUPPORTED;
+    bsk__hopper_small_tune.out_nh = nh;
     if (rg == 0) rg = b == 32 ? (density < RG2_BELOW_B32 ? 2 : 1) : (density < RG4_BELOW_B16 ? 4 : 16);
     /* ctx->spmm_forced: the autotuner measured this family fastest for the case */
     const int choose = !bsk__hopper_small_tune.force && !ctx->spmm_forced;
     if (choose && density < (b == 32 ? MIN_DENSITY_B32 : MIN_DENSITY_B16)) return BSK_ERR_UNSUPPORTED;
-    /* Items of 256 rows x 128 columns: with fewer than half the SMs busy the portable kernel's smaller tiles win
+    /* Items of 256 rows x 128 columns (wide: 256 / NH rows x 128 NH columns, the same count): with fewer than half the SMs busy the portable kernel's smaller tiles win
        (H100, bsk tune, session 7: 1024^3 (32 items) portable 1.5-2.6x faster at b 16 / 32, d 0.1-0.5; 2048^3 and
        8192 x 512 x 8192 (128 items) this kernel wins from d 0.25 on). */
     const int R = b == 32 ? Cfg32::R : Cfg16::R; /* block rows per item (256 rows) */
@@ -306,12 +313,7 @@ bsk_status bsk_hopper_spmm_small(bsk_context *ctx, bsk_op op, float alpha, const
         if (v == 7 && !bf) return by_out_f16<Cfg32a>(ctx, st, A, B, alpha, beta, C, name);
         if (v == 8 && !bf) return by_out_f16<Cfg32cp0>(ctx, st, A, B, alpha, beta, C, name);
         if (v == 9 && !bf) return by_out_f16<Cfg32g2>(ctx, st, A, B, alpha, beta, C, name);
-        if (v == 10 && !bf) return by_out_f16<Cfg32wcp, true>(ctx, st, A, B, alpha, beta, C, name);
-        if (v == 11 && !bf) return by_out_f16<Cfg32w, true>(ctx, st, A, B, alpha, beta, C, name);
-        if (v == 13 && !bf) return by_out_f16<Cfg32w1, true>(ctx, st, A, B, alpha, beta, C, name);
-        if (v == 14 && !bf) return by_out_f16<Cfg32w1r, true>(ctx, st, A, B, alpha, beta, C, name);
-        if (v == 15 && !bf) return by_out_f16<Cfg32w4, true>(ctx, st, A, B, alpha, beta, C, name);
-        if (v == 16 && !bf) return by_out_f16<Cfg32w4g2, true>(ctx, st, A, B, alpha, beta, C, name);
+        if (nh == 4) return by_out<Cfg32w4>(ctx, st, bf, A, B, alpha, beta, C, name);
         if (rg == 2) return by_out<Cfg32cp>(ctx, st, bf, A, B, alpha, beta, C, name);
         if (rg == 4) return by_out<Cfg32g4>(ctx, st, bf, A, B, alpha, beta, C, name);
         if (rg == 8) return by_out<Cfg32g8>(ctx, st, bf, A, B, alpha, beta, C, name);
@@ -321,8 +323,8 @@ bsk_status bsk_hopper_spmm_small(bsk_context *ctx, bsk_op op, float alpha, const
     if (v == 2 && !bf) return by_out_f16<Cfg16r>(ctx, st, A, B, alpha, beta, C, name);
     if (v == 3 && !bf) return by_out_f16<Cfg16p1>(ctx, st, A, B, alpha, beta, C, name);
     if (v == 4 && !bf) return by_out_f16<Cfg16p2>(ctx, st, A, B, alpha, beta, C, name);
-    if (v == 12 && !bf) return by_out_f16<Cfg16wg4, true>(ctx, st, A, B, alpha, beta, C, name);
-    if (v == 17 && !bf) return by_out_f16<Cfg16w4g4, true>(ctx, st, A, B, alpha, beta, C, name);
+    if (nh == 4) return by_out<Cfg16w4>(ctx, st, bf, A, B, alpha, beta, C, name);
+    if (nh == 2) return by_out<Cfg16w2>(ctx, st, bf, A, B, alpha, beta, C, name);
     if (rg == 4) return by_out<Cfg16g4>(ctx, st, bf, A, B, alpha, beta, C, name);
     if (rg == 8) return by_out<Cfg16g8>(ctx, st, bf, A, B, alpha, beta, C, name);
     if (rg == 16) return by_out<Cfg16g16>(ctx, st, bf, A, B, alpha, beta, C, name);

@@ -34,6 +34,10 @@ struct bsk_hopper_small_tune_s {
                        (16-bit C of the input's dtype, beta = 0; session 16) */
     int out_prep;   /* written by the launcher: 1 the prep kernels ran, 0 the pattern cache held the lists */
     int out_ts;     /* written by the launcher: 1 the TMA-store epilogue ran */
+    int wide;       /* wide items (session 19): 64-column halves per consumer, 0 the default (by density: BS 32 4 below d
+                       0.35, else 1; BS 16 4 below d 0.17, 2 below 0.4, else 1), 1 / 4, and 2 at BS 16; an item is then
+                       256 / (BS * wide) block rows x 128 * wide columns. A variant or rows_per_mma != 0 runs wide 1. */
+    int out_nh;     /* written by the launcher: the wide setting it ran (1, 2, 4) */
 };
 extern struct bsk_hopper_small_tune_s bsk__hopper_small_tune;
 #ifdef __cplusplus
