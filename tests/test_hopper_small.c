@@ -533,13 +533,18 @@ BSK_TEST(gpu_hopper_small_wide)
         run_case(t, ctx, &W, 264, 0, 0, BSK_F32, 1.0f, 0.5f, small_name(b));
         bsk_bsr_free(&W);
     }
-    /* the default picks by density: b32 NH 4 below 0.35, b16 NH 4 below 0.17, NH 2 below 0.4, else NH 1 */
+    /* the default picks by density where there are at least 2 items (of 256 rows x 128 columns) per SM: b32 NH 4
+       below 0.35, b16 NH 4 below 0.17, NH 2 below 0.4, else NH 1; with fewer items NH 1 */
     bsk__hopper_small_tune = saved;
-    const int rb[5] = {32, 32, 16, 16, 16}, rn[5] = {4, 1, 4, 2, 1};
-    const double rd[5] = {0.1, 0.6, 0.1, 0.3, 0.6};
-    for (int i = 0; i < 5; i++) {
-        bsk_bsr A = spmm_random_bsr((int64_t)rb[i] * 40, (int64_t)rb[i] * 40, rb[i], rd[i], BSK_PATTERN_UNIFORM, BSK_F16);
-        run_case(t, ctx, &A, 264, 0, 0, BSK_F16, 1.0f, 0.0f, small_name(rb[i]));
+    bsk_device_info info;
+    REQUIRE_OK(bsk_device_query(&info));
+    const int64_t tiles = (2 * info.multiprocessors + 15) / 16 + 1; /* 16 row groups: 16 x tiles > 2 per SM */
+    const int rb[6] = {32, 32, 16, 16, 16, 32}, rn[6] = {4, 1, 4, 2, 1, 1};
+    const double rd[6] = {0.1, 0.6, 0.1, 0.3, 0.6, 0.1};
+    for (int i = 0; i < 6; i++) {
+        const int64_t M = i == 5 ? 256 * 4 : 256 * 16; /* the last: 4 row groups, too few items */
+        bsk_bsr A = spmm_random_bsr(M - 3, (int64_t)rb[i] * 12 + 5, rb[i], rd[i], BSK_PATTERN_UNIFORM, BSK_F16);
+        run_case(t, ctx, &A, 128 * tiles - 8, 0, 0, BSK_F16, 1.0f, 0.0f, small_name(rb[i]));
         CHECK(bsk__hopper_small_tune.out_nh == rn[i]);
         bsk_bsr_free(&A);
     }

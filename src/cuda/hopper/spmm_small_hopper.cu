@@ -95,8 +95,12 @@ static const double MIN_DENSITY_B16_FEW_ITEMS = 0.06;
    / 1.725 / 1.686, d 0.5 3.411 / 2.142 / 2.052 / 1.989 -> 4 rows below d 0.2, else all 16. */
 static const double RG2_BELOW_B32 = 0.3, RG4_BELOW_B16 = 0.2;
 /* Wide items by default (session 19, the table above): BS 32 NH 4 below d 0.35 (level at 0.4, -7 % at 0.5); BS 16
-   NH 4 below d 0.17, NH 2 below 0.4 (level with the 16-row default at 0.5). Knob `wide`. */
+   NH 4 below d 0.17, NH 2 below 0.4 (level with the 16-row default at 0.5) — where there are at least 2 items per SM:
+   an item of 2 block rows does not average skewed rows out, and with one item per SM the longest decides (2048^3
+   skewed b32, 128 items: d 0.1 / 0.25 42.6 / 103 TFLOPS with NH 4 against ~59 / 121 before; uniform +21 / +19 %,
+   given up; bench/results/spmm_h200_2026-11-27_s19.txt). Knob `wide`. */
 static const double NH4_BELOW_B32 = 0.35, NH4_BELOW_B16 = 0.17, NH2_BELOW_B16 = 0.4;
+static const int WIDE_MIN_ITEMS_PER_SM = 2;
 
 /* With RG > 1 the row slots of absent rows in present groups are zeroed: by the producer warp's shared-memory stores
    + a proxy fence (sessions 9-12), or as TMA loads of an out-of-bounds block (session 13) up to ZERO_TMA_MAX_RG rows
@@ -283,13 +287,6 @@ bsk_status bsk_hopper_spmm_small(bsk_context *ctx, bsk_op op, float alpha, const
     if (C->rows == 0 || C->cols == 0) return BSK_SUCCESS;
     const double cells = (double)bsk_bsr_mb(A) * (double)bsk_bsr_nb(A);
     const double density = cells > 0 ? (double)A->nnzb / cells : 0.0;
-    /* 64-column halves per consumer (wide items): the knob (1, 2 = BS 16 only, 4), else by density; the variants and
-       an explicit rows_per_mma run the NH 1 shapes */
-    int nh = bsk__hopper_small_tune.wide;
-    if (v != 0 || rg != 0) nh = 1;
-    else if (nh == 0) nh = b == 32 ? (density < NH4_BELOW_B32 ? 4 : 1) : (density < NH4_BELOW_B16 ? 4 : density < NH2_BELOW_B16 ? 2 : 1);
-    if (nh != 1 && nh != 4 && !(nh == 2 && b == 16)) return BSK_ERR_UNSUPPORTED;
-    bsk__hopper_small_tune.out_nh = nh;
     if (rg == 0) rg = b == 32 ? (density < RG2_BELOW_B32 ? 2 : 1) : (density < RG4_BELOW_B16 ? 4 : 16);
     /* ctx->spmm_forced: the autotuner measured this family fastest for the case */
     const int choose = !bsk__hopper_small_tune.force && !ctx->spmm_forced;
@@ -301,6 +298,14 @@ bsk_status bsk_hopper_spmm_small(bsk_context *ctx, bsk_op op, float alpha, const
     const int64_t items = (bsk_bsr_mb(A) + R - 1) / R * ((C->cols + Cfg32::BN - 1) / Cfg32::BN);
     if (choose && 2 * items < st->sms) return BSK_ERR_UNSUPPORTED;
     if (choose && b == 16 && items < 2 * (int64_t)st->sms && density < MIN_DENSITY_B16_FEW_ITEMS) return BSK_ERR_UNSUPPORTED;
+    /* 64-column halves per consumer (wide items): the knob (1, 2 = BS 16 only, 4), else by density where there are at
+       least WIDE_MIN_ITEMS_PER_SM items per SM; the variants and an explicit rows_per_mma run the NH 1 shapes */
+    int nh = bsk__hopper_small_tune.wide;
+    if (v != 0 || bsk__hopper_small_tune.rows_per_mma != 0) nh = 1;
+    else if (nh == 0 && items < WIDE_MIN_ITEMS_PER_SM * (int64_t)st->sms) nh = 1;
+    else if (nh == 0) nh = b == 32 ? (density < NH4_BELOW_B32 ? 4 : 1) : (density < NH4_BELOW_B16 ? 4 : density < NH2_BELOW_B16 ? 2 : 1);
+    if (nh != 1 && nh != 4 && !(nh == 2 && b == 16)) return BSK_ERR_UNSUPPORTED;
+    bsk__hopper_small_tune.out_nh = nh;
     const int bf = A->dtype == BSK_BF16;
     const char *name = b == 32 ? "hopper-wgmma-b32s" : "hopper-wgmma-b16s";
     if (b == 32) {
