@@ -8,7 +8,13 @@
    x 128 columns and walks the UNION of the R rows' column lists: the B panel of a column is loaded once for all
    rows of the group that have it (the point of the design); each present row adds only its BS x BS block.
 
-   Work item = (row group, N tile of 128 columns). A persistent grid (one CTA per SM) takes items from an atomic
+   Wide items (NH, session 19): each consumer may own NH = 2 or 4 adjacent 64-column halves (its accumulators stay
+   at 128 registers: R = 256 / (BS * NH) rows x 128 * NH columns per item). Per entry both sides then do the same
+   fixed work (the producer's index bits, barrier and TMA issues; the consumer's barrier, record and guards) for NH
+   times the columns, and the union of fewer rows is shorter by less than the entries' count falls: b32 NH 4 (two
+   block rows x 512 columns) +50 % at d 0.1 at 8192^3, the default at low density (spmm_small_hopper.cu).
+
+   Work item = (row group, N tile of 128 * NH columns). A persistent grid (one CTA per SM) takes items from an atomic
    counter in the order the prep kernels fixed: groups sorted by union length (longest first), cut into bands
    whose A blocks fit an L2 budget; inside a band the N tile is the outer index, so the CTAs running together
    share B panels and each group's A blocks stay in L2 across N tiles.
@@ -30,7 +36,8 @@
        tile, the KC x R-bit masks of rows whose block was loaded, LAST / END flags). The next item's ticket (warp 0
        takes it and hands it to the others at a named barrier), descriptor, row bounds and first entries are
        loaded during the current item's first stages.
-     - WG1, WG2, the consumers (setmaxnreg.inc): consumer c owns columns 64c .. 64c+63 of the tile. Per stage and
+     - WG1, WG2, the consumers (setmaxnreg.inc): consumer c owns columns 64c .. 64c+63 of the tile (NH > 1: the
+       halves 64 (c NH + h), h < NH, each its own wgmmas on its own B box, the same A slots). Per stage and
        entry it issues one wgmma m64n(RG*BS)k16 per k16 step for each group of RG adjacent row slots that has a
        present row, accumulating into those rows' sets (R fp32 sets of BS/2 registers each: 128 registers; RG
        consecutive sets are the registers of one wider wgmma, and RG adjacent blocks of an entry's slots are one
