@@ -391,6 +391,20 @@ int cli_host_fits(const char *cmd, double bytes)
     return 1;
 }
 
+double cli_spmm_host_bytes(int op, int64_t m, int64_t n, int64_t k, int64_t br, int64_t bc, double density, bsk_dtype dt,
+                           bsk_dtype ot, int check)
+{
+    const double esz = (double)bsk_dtype_size(dt), osz = (double)bsk_dtype_size(ot);
+    const int64_t arows = op ? k : m, acols = op ? m : k;
+    const double ablocks = density * ceil((double)arows / (double)br) * ceil((double)acols / (double)bc);
+    double need = ablocks * ((double)br * (double)bc * esz + 4.0) * (check && op ? 2 : 1) +
+                  (double)k * (double)n * (esz + (check ? 4 : 0)) + 2.0 * (double)m * (double)n * osz +
+                  16.0 * ((double)arows + (double)acols);
+    const double orb = (double)(op ? bc : br), omb = ceil((double)m / orb);
+    if (check) need += fmin((double)m, fmax(1.0, floor(omb / 20)) * orb) * (double)n * 12.0;
+    return need;
+}
+
 int64_t cli_dense_bytes(const bsk_dense *D)
 {
     return D->rows * D->ld * (int64_t)bsk_dtype_size(D->dtype);

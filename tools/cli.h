@@ -87,6 +87,13 @@ int cli_mul(int64_t a, int64_t b, int64_t *out);
 /* Whether `bytes` of host memory are plausible on this machine (at most ~90% of physical memory);
    prints why not. Guards against an overcommitted malloc that the kernel later kills us for. */
 int cli_host_fits(const char *cmd, double bytes);
+/* Host bytes one SpMM case of the CLI holds (C = op(A)·B, C m x n, inner k; A's stored shape op ? k x m : m x k in
+   br x bc blocks at `density`): A as stored (whole blocks, a block larger than the matrix padded, plus a column index
+   each; twice with the op-T check's transpose), B (and its float copy for the check), C twice (input and result) of
+   dtype ot, pattern metadata and the generator's scratch, and with `check` the check's result rows (one chunk of
+   block rows — a twentieth, or one sampled — in float64 and a float copy). */
+double cli_spmm_host_bytes(int op, int64_t m, int64_t n, int64_t k, int64_t br, int64_t bc, double density, bsk_dtype dt,
+                           bsk_dtype ot, int check);
 
 /* A dense rows x cols matrix (ld = cols) of dtype t, newly allocated on `mem` (uninitialised).
    Returns a bsk_status. cli_dense_free accepts a zeroed or freed struct. */

@@ -185,6 +185,13 @@ typedef struct result {
 static int run(const char *json, int iters, int warmup, int64_t B, int64_t H, int64_t S, const int64_t *dims, int nd,
                const double *dens, int ndens, int variants, int variant, int compare, int seq_iters)
 {
+    /* host memory at the largest head dim, refused before any work (an overcommitted malloc is killed once touched):
+       q, k, v (bf16), the pooled gate input, the full-density layout's per-(batch, head) mask */
+    int64_t dmax = 0;
+    for (int di = 0; di < nd; di++) dmax = dims[di] > dmax ? dims[di] : dmax;
+    const double nblk = ceil((double)S / 128.0), bhsd = (double)B * (double)H * (double)S * (double)dmax;
+    if (!cli_host_fits("attention", 3.0 * bhsd * 2.0 + bhsd / (double)S * nblk * 2.0 + (double)B * (double)H * nblk * nblk))
+        return CLI_FAIL;
     bsk_context *ctx;
     cublasHandle_t blas;
     cli_gpu_timer timer;

@@ -108,6 +108,11 @@ typedef struct result {
 static int run(const char *json, int iters, int warmup, int64_t B, int64_t H, int64_t S, int64_t D, const double *dens,
                int ndens, int with_causal)
 {
+    /* host memory, refused before any work: q, k, v, dO (16-bit), the layouts' per-(batch, head) masks, and the check's
+       float copies of one (batch, head) slice */
+    const double nblk = ceil((double)S / 128.0), bhsd = (double)B * (double)H * (double)S * (double)D;
+    if (!cli_host_fits("attention-bwd", 4.0 * bhsd * 2.0 + 2.0 * (double)B * (double)H * nblk * nblk + 16.0 * (double)S * (double)D))
+        return CLI_FAIL;
     bsk_context *ctx;
     cublasHandle_t blas;
     cli_gpu_timer timer;

@@ -154,17 +154,8 @@ int cmd_spmm(int argc, char **argv)
     bsk_dtype dt = (bsk_dtype)a.dtype, ot = (bsk_dtype)a.out_dtype;
     int64_t arows = a.op ? a.k : a.m, acols = a.op ? a.m : a.k;
 
-    /* host memory: A's values (about density of the dense size), B, C twice, and the check's copies */
-    double esz = (double)bsk_dtype_size(dt), osz = (double)bsk_dtype_size(ot);
-    /* A as stored: whole blocks (a block larger than the matrix is padded) plus a column index each */
-    double ablocks = a.density * ceil((double)arows / (double)a.block_rows) * ceil((double)acols / (double)a.block_cols);
-    double need = ablocks * ((double)a.block_rows * (double)a.block_cols * esz + 4.0) * (a.check && a.op ? 2 : 1) +
-                  (double)a.k * (double)a.n * (esz + (a.check ? 4 : 0)) + 2.0 * (double)a.m * (double)a.n * osz +
-                  16.0 * ((double)arows + (double)acols); /* pattern metadata and the generator's scratch */
-    /* the check's result rows: one chunk of block rows (a twentieth, or one sampled) in float64 and a float copy */
-    double orb = (double)(a.op ? a.block_cols : a.block_rows), omb = ceil((double)a.m / orb);
-    if (a.check) need += fmin((double)a.m, fmax(1.0, floor(omb / 20)) * orb) * (double)a.n * 12.0;
-    if (!cli_host_fits(cmd, need)) return CLI_FAIL;
+    if (!cli_host_fits(cmd, cli_spmm_host_bytes(a.op, a.m, a.n, a.k, a.block_rows, a.block_cols, a.density, dt, ot, a.check)))
+        return CLI_FAIL;
 
     bsk_context *ctx = NULL;
     int device, ret = CLI_FAIL;
