@@ -122,8 +122,9 @@ enum {
 
 enum { SM_LAST = 1, SM_END = 2 };
 
-/* Compile-time shape. KC union entries (block columns) per stage; R = 256 / BS rows per group. A stage is
-   [B box, consumer 0's 64 columns: KC*BS rows x 128 bytes][the same for consumer 1][A slots: KC x R blocks]. */
+/* Compile-time shape. KC union entries (block columns) per stage; R = 256 / (BS * NH) rows per group. A stage is
+   [B box q = 0 (columns 0-63 of the item: KC*BS rows x 128 bytes)] .. [box 2 NH - 1] (consumer c reads boxes c NH ..
+   c NH + NH - 1) [A slots: KC x R blocks, or R + overflow slots with CP]. */
 template <int BS_, int KC_, int STAGES_, bool SS_ = true, int EPR_ = 64 / BS_, int PW_ = 1, int RG_ = 1, bool KO_ = false,
           int AS_ = 0, bool CP_ = false, int PREG_ = 72, int NH_ = 1>
 struct SmallCfg {
