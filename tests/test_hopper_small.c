@@ -655,12 +655,12 @@ BSK_TEST(gpu_hopper_small_declines)
     bsk__hopper_small_tune = small_saved;
 }
 
-/* The library's own choice (force = 0): below the density crossover (b32 0.02, b16 0.03: the portable kernel
+/* The library's own choice (force = 0): below the density crossover (b32 and b16 0.01: the portable kernel
    is faster there), with fewer 256 x 128 items than half the SMs (the portable kernel's smaller tiles fill the
    GPU), or at b16 below d 0.06 with fewer items than two per SM, the small-block kernel declines and the portable
    one answers, else the small-block kernel runs; either way the result is right. Densities sit clear of the
-   thresholds (bsk_bsr_random keeps round(d · mb · nb) blocks: b32 0.01, b16 0.02 and 0.045 exactly); the item rules
-   are evaluated with this GPU's SM count. */
+   thresholds (bsk_bsr_random keeps round(d · mb · nb) blocks: 13 / 3200 and 26 / 6400 = 0.0040625 for d 0.004, 0.045
+   exactly); the item rules are evaluated with this GPU's SM count. */
 BSK_TEST(gpu_hopper_small_dispatch)
 {
     bsk_context *ctx = NULL;
@@ -671,7 +671,7 @@ BSK_TEST(gpu_hopper_small_dispatch)
     REQUIRE_OK(bsk_device_query(&info));
     /* rows: 2560 (10 items of 256 rows) or 48 blocks; N 1024 (8 column tiles) or 256 (2) */
     const struct { int b; double d; int64_t M, N; int dense_enough; } cases[] = {
-        {32, 0.01, 2560, 1024, 0}, {32, 0.30, 2560, 1024, 1}, {16, 0.02, 2560, 1024, 0}, {16, 0.35, 2560, 1024, 1},
+        {32, 0.004, 2560, 1024, 0}, {32, 0.30, 2560, 1024, 1}, {16, 0.004, 2560, 1024, 0}, {16, 0.35, 2560, 1024, 1},
         {16, 0.045, 2560, 1024, 1}, {32, 0.30, 32 * 48, 256, 1}, {16, 0.35, 16 * 48, 256, 1}};
     for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++) {
         const int b = cases[i].b;

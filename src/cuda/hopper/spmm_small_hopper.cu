@@ -82,8 +82,11 @@ typedef SmallCfg<16, 2, 5, true, 4, 4, 4, false, 0, false, 72, 4> Cfg16w4;
    BS 32 (2 rows per wgmma below d 0.3, 8 % faster at d 0.1) kept 0.07 until session 12, whose bsk tune runs (H100
    and H200, 8192^3 and 32768 x 4096 x 4096, fp16) found this kernel ahead at every density measured below it: d 0.02
    / 0.04 / 0.06 1.08 / 1.08 / 1.12x the portable kernel at 8192^3 and 1.26 / 1.20 / 1.21x at the MoE shape (H100),
-   1.09-1.14x and 1.21-1.26x (H200; bench/results/tune_small_blocks_*_s12.txt) -> 0.02, the lowest density measured. */
-static const double MIN_DENSITY_B32 = 0.02, MIN_DENSITY_B16 = 0.03;
+   1.09-1.14x and 1.21-1.26x (H200; bench/results/tune_small_blocks_*_s12.txt) -> 0.02, the lowest density measured.
+   With wide items (session 19, bsk tune, H200, 8192^3 fp16, bench/results/tune_small_blocks_h200_2026-11-27_s19.txt):
+   d 0.01 b32 2.06x, b16 2.09x the portable kernel, b16 d 0.02 2.10x (at 2048^3, NH 1 there: level at d 0.01) ->
+   0.01 for both, again the lowest density measured. */
+static const double MIN_DENSITY_B32 = 0.01, MIN_DENSITY_B16 = 0.01;
 /* BS 16 with few items: below this density and with fewer than 2 items per SM the portable kernel is faster (bsk
    tune, session 12, d 0.05: 2048^3 (128 items) 1.22x on the H100, 1.19x on the H200; 4096 x 2048 x 2048 (256 items)
    1.04 / 1.05x; at d 0.1 this kernel is level or ahead). */
