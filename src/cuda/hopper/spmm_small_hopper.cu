@@ -294,9 +294,10 @@ bsk_status bsk_hopper_spmm_small(bsk_context *ctx, bsk_op op, float alpha, const
     /* ctx->spmm_forced: the autotuner measured this family fastest for the case */
     const int choose = !bsk__hopper_small_tune.force && !ctx->spmm_forced;
     if (choose && density < (b == 32 ? MIN_DENSITY_B32 : MIN_DENSITY_B16)) return BSK_ERR_UNSUPPORTED;
-    /* Items of 256 rows x 128 columns (wide: 256 / NH rows x 128 NH columns, the same count): with fewer than half the SMs busy the portable kernel's smaller tiles win
-       (H100, bsk tune, session 7: 1024^3 (32 items) portable 1.5-2.6x faster at b 16 / 32, d 0.1-0.5; 2048^3 and
-       8192 x 512 x 8192 (128 items) this kernel wins from d 0.25 on). */
+    /* Items of 256 rows x 128 columns (wide: 256 / NH rows x 128 NH columns, the same count): with fewer than half
+       the SMs busy the portable kernel's smaller tiles win (H100, bsk tune, session 7: 1024^3 (32 items) portable
+       1.5-2.6x faster at b 16 / 32, d 0.1-0.5; 2048^3 and 8192 x 512 x 8192 (128 items) this kernel wins from d 0.25
+       on). */
     const int R = b == 32 ? Cfg32::R : Cfg16::R; /* block rows per item (256 rows) */
     const int64_t items = (bsk_bsr_mb(A) + R - 1) / R * ((C->cols + Cfg32::BN - 1) / Cfg32::BN);
     if (choose && 2 * items < st->sms) return BSK_ERR_UNSUPPORTED;
