@@ -13,7 +13,8 @@
    vs the previous default (variant 9) and compact pairs without overflow slots (variant 8)), --zt (session 13: the
    absent-row slots of grouped wgmmas zeroed by TMA vs by stores, b32 and b16), --ts (session 16: the TMA-store
    epilogue vs the fp32-staged one, b32 / b16 at 8192^3 and 2048^3), --prep (session 16: the whole call vs the two
-   prep kernels alone vs the call without PDL), --wide (session 19: wide items, knob wide 1 / 2 / 4, alternated).
+   prep kernels alone vs the call without PDL), --wide (session 19: wide items, knob wide 1 / 2 / 4, alternated),
+   --box3d (session 19: b32 NH 4 with one 3-D B box per entry vs eight 2-D boxes, knob b_box3d, alternated).
    Built and run by bench/small_probe.sh on the device machine. Helpers: bench/probe_util.h. */
 #include "probe_util.h"
 
@@ -53,12 +54,13 @@ typedef struct {
     int ed; /* epi_direct knob: 1 the fp32-staged epilogue instead of the TMA-store one (session 16) */
     int po; /* 1: prep_only (the two prep kernels alone), 2: no_pdl (session 16) */
     int nh; /* wide knob (0: the default; session 19) */
+    int b2; /* b_box3d knob: 1 the 2-D B boxes (session 19) */
 } cfg;
 
 int main(int argc, char **argv)
 {
     int ab = 0, diag = 0, prof = 0, s2048 = 0, cross = 0, rgs = 0, rgdiag = 0, run2 = 0, alias = 0, compact = 0, zt = 0,
-        ts = 0, prep = 0, wide = 0;
+        ts = 0, prep = 0, wide = 0, box3d = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--ab")) ab = 1;
         else if (!strcmp(argv[i], "--diag")) diag = 1;
@@ -74,6 +76,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--ts")) ts = 1;
         else if (!strcmp(argv[i], "--prep")) prep = 1;
         else if (!strcmp(argv[i], "--wide")) wide = 1;
+        else if (!strcmp(argv[i], "--box3d")) box3d = 1;
         else if (!strcmp(argv[i], "--iters") && i + 1 < argc) ITERS = atoi(argv[++i]);
     }
     if (ITERS < 1 || ITERS > 256) ITERS = 20;
@@ -227,6 +230,12 @@ int main(int argc, char **argv)
         for (int di = 0; di < 3; di++)
             for (int k = 0; k < 4; k++) ADD(.b = 32, .d = ds[di], .nh = w32[k], .size = 2048);
     }
+    if (box3d) { /* session 19: b32 NH 4, 2-D boxes (b2 1) vs one 3-D box (b2 0), alternated 1 0 0 1 */
+        const double da[4] = {0.05, 0.10, 0.25, 0.30};
+        const int bb[4] = {1, 0, 0, 1};
+        for (int di = 0; di < 4; di++)
+            for (int k = 0; k < 4; k++) ADD(.b = 32, .d = da[di], .nh = 4, .b2 = bb[k], .size = 8192);
+    }
     if (s2048) {
         for (int di = 0; di < 3; di++)
             for (int k = 0; k < 10; k++) ADD(.b = 32, .d = ds[di], .v = order[k], .size = 2048);
@@ -270,6 +279,7 @@ int main(int argc, char **argv)
         bsk__hopper_small_tune.prep_only = c.po == 1;
         bsk__hopper_small_tune.no_pdl = c.po == 2;
         bsk__hopper_small_tune.wide = c.nh;
+        bsk__hopper_small_tune.b_box3d = c.b2;
         bsk_dense B = {S_, S_, S_, BSK_F16, BSK_MEM_DEVICE, dB}, C = {S_, S_, S_, BSK_F16, BSK_MEM_DEVICE, dC};
         probe_spmm_arg sa = {ctx, &A, &B, &C};
         double err = -1;
@@ -312,6 +322,7 @@ int main(int argc, char **argv)
         bsk__hopper_small_tune.prep_only = 0;
         bsk__hopper_small_tune.no_pdl = 0;
         bsk__hopper_small_tune.wide = 0;
+        bsk__hopper_small_tune.b_box3d = 0;
     }
     if (have) {
         bsk_bsr_free(&A);

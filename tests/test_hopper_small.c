@@ -533,6 +533,22 @@ BSK_TEST(gpu_hopper_small_wide)
         run_case(t, ctx, &W, 264, 0, 0, BSK_F32, 1.0f, 0.5f, small_name(b));
         bsk_bsr_free(&W);
     }
+    /* b32 NH 4 (one entry per stage): an entry's eight B boxes as one 3-D box where N % 64 == 0 (the last item's
+       chunks past N zero-filled), and the knob that keeps the 2-D boxes; a K tail (rows past K zero-filled) */
+    bsk__hopper_small_tune = saved;
+    bsk__hopper_small_tune.wide = 4;
+    for (int k = 0; k < 2; k++) {
+        bsk__hopper_small_tune.b_box3d = k;
+        bsk__hopper_small_tune.max_ctas = k ? 0 : 3;
+        bsk_bsr A = spmm_random_bsr(32 * bsk_rng_int(r, 20, 40) + 5, 32 * bsk_rng_int(r, 10, 60) + 17, 32, 0.15,
+                                    k ? BSK_PATTERN_UNIFORM : BSK_PATTERN_SKEWED, k ? BSK_BF16 : BSK_F16);
+        const int64_t N = 64 * bsk_rng_int(r, 9, 23); /* 576 .. 1472: a partial last 512-column item */
+        run_case(t, ctx, &A, N, 0, 0, A.dtype, 1.0f, 0.0f, small_name(32));
+        CHECK(bsk__hopper_small_tune.out_b3d == !k);
+        run_case(t, ctx, &A, N, 8, 0, BSK_F32, 0.5f, 1.0f, small_name(32));
+        CHECK(bsk__hopper_small_tune.out_b3d == !k);
+        bsk_bsr_free(&A);
+    }
     /* the default picks by density where there are at least 2 items (of 256 rows x 128 columns) per SM: b32 NH 4
        below 0.35, b16 NH 4 below 0.17, NH 2 below 0.4, else NH 1; with fewer items NH 1 */
     bsk__hopper_small_tune = saved;

@@ -141,6 +141,17 @@ static bsk_status launch_small(bsk_context *ctx, const struct bsk_cuda_state *st
     if (!TS) tmC = tmB; /* unused */
     else if ((s = bsk_hopper_tmap_2d(&tmC, C->data, C->dtype, (uint64_t)M, (uint64_t)N, (uint64_t)C->ld, CF::TS_ROWS, 64)))
         return s;
+    /* KC 1 with NH > 1: an entry's 2 NH B boxes as one 3-D box (B seen as [N / 64][K][64]: chunk stride 128 bytes), only
+       where N % 64 == 0 (a partial last chunk would read past N); knob b_box3d 1 keeps the 2-D boxes */
+    CUtensorMap tmB3 = tmB;
+    int b3d = CF::KC == 1 && CF::NH > 1 && N % 64 == 0 && !bsk__hopper_small_tune.b_box3d;
+    if (b3d) { /* a map the driver refuses: the 2-D boxes */
+        const cuuint64_t dims[3] = {64, (cuuint64_t)K, (cuuint64_t)(N / 64)};
+        const cuuint64_t strides[2] = {(cuuint64_t)B->ld * 2, 128};
+        const cuuint32_t box[3] = {64, (cuuint32_t)CF::BS, (cuuint32_t)(2 * CF::NH)};
+        if (bsk_hopper_tmap_encode(&tmB3, B->data, B->dtype, 3, dims, strides, box)) b3d = 0;
+    }
+    bsk__hopper_small_tune.out_b3d = b3d;
 
     /* workspace: queue {head, CTAs done} | ginfo[G] (int2) | order[G] (int4) | ent[nnzb] (int2). With the pattern
        cache on, a buffer of the pattern's cache entry instead, filled by the prep kernels on first use only: the
@@ -194,6 +205,7 @@ static bsk_status launch_small(bsk_context *ctx, const struct bsk_cuda_state *st
     p.diag = bsk__hopper_small_tune.diag;
     p.zero_tma = bsk__hopper_small_tune.zero_tma == 2 ? 1 : bsk__hopper_small_tune.zero_tma == 1 ? 0 : CF::RG <= ZERO_TMA_MAX_RG;
     p.zblk = (int)nblk;
+    p.b3d = b3d;
     p.prof = (long long *)bsk__hopper_small_tune.prof;
     bsk__hopper_small_tune.out_items = (int)(G * nt);
 
@@ -224,7 +236,7 @@ static bsk_status launch_small(bsk_context *ctx, const struct bsk_cuda_state *st
         if (grid < 1) grid = 1;
         bsk__hopper_small_tune.out_grid = grid;
         s = bsk_hopper_launch(small_spmm_kernel<CF, DT, CT, TS>, grid, CF::THREADS, CF::SMEM, stream,
-                              !bsk__hopper_small_tune.no_pdl, 1, tmA, tmB, tmC, p);
+                              !bsk__hopper_small_tune.no_pdl, 1, tmA, tmB, tmC, tmB3, p);
         if (!s) ctx->last_kernel = name;
     }
     bsk_cuda_derived_done(ctx, uslot, filled);

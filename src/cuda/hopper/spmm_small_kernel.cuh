@@ -112,6 +112,7 @@ struct SmallParams {
     int zero_tma;           /* RG > 1: 1 the row slots to zero are TMA loads of a block past the end of A's map (zero
                                filled, part of the stage's bytes); 0 the producer warp stores zeros (+ proxy fence) */
     int zblk;               /* A's map extent in blocks: block index zblk is entirely out of bounds                 */
+    int b3d;                /* KC 1, NH > 1: an entry's 2 NH B boxes as one 3-D box of tmB3 (N % 64 == 0; session 19)  */
 };
 
 /* -DBSK_SMALL_PROF: cycle counters, SMALL_PROF_N per CTA (summed by the probe). */
@@ -566,7 +567,8 @@ template <> struct SMmaSS2<64, BSK_BF16> {
 template <class CF, int DT, int CT, bool TS = false>
 __global__ void __launch_bounds__(384, 1)
     small_spmm_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB,
-                      const __grid_constant__ CUtensorMap tmC, const SmallParams p)
+                      const __grid_constant__ CUtensorMap tmC, const __grid_constant__ CUtensorMap tmB3,
+                      const SmallParams p)
 {
     static_assert(!TS || CT == BSK_F16 || CT == BSK_BF16, "TS: 16-bit C");
     constexpr int R = CF::R, BS = CF::BS, KC = CF::KC;
@@ -828,9 +830,15 @@ __global__ void __launch_bounds__(384, 1)
                     for (int j = 0; j < KC; ++j) {
                         const uint32_t vm = (masks >> (j * R)) & (uint32_t)CF::RMASK;
                         if (lane == 0 && vm && p.diag != 3) {
+                            if (CF::KC == 1 && CF::NH > 1 && p.b3d) {
+                                /* one box for all 2 NH: tmB3 sees B as [N / 64 chunks][K rows][64 columns], so the box
+                                   {64, BS, 2 NH} at chunk n0 / 64 lands chunk-major, as the 2 NH boxes below do */
+                                tma_load_3d(st, &tmB3, fb, 0, col[j] * BS, n0 / 64);
+                            } else {
 #pragma unroll
-                            for (int q = 0; q < 2 * CF::NH; ++q) /* box q: columns n0 + 64 q (consumer q / NH) */
-                                tma_load_2d(st + q * CF::SUB_BYTES + j * BS * 128, &tmB, fb, n0 + 64 * q, col[j] * BS);
+                                for (int q = 0; q < 2 * CF::NH; ++q) /* box q: columns n0 + 64 q (consumer q / NH) */
+                                    tma_load_2d(st + q * CF::SUB_BYTES + j * BS * 128, &tmB, fb, n0 + 64 * q, col[j] * BS);
+                            }
                         }
                         if (val[j] && p.diag != 2 && p.diag != 3) tma_load_3d(st + CF::B_BYTES + CF::slot(j, lane, ov) * CF::BLK_BYTES, &tmA, fb, 0, 0, blk[j]);
                     }

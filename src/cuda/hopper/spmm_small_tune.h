@@ -38,6 +38,9 @@ struct bsk_hopper_small_tune_s {
                        0.35, else 1; BS 16 4 below d 0.17, 2 below 0.4, else 1), 1 / 4, and 2 at BS 16; an item is then
                        256 / (BS * wide) block rows x 128 * wide columns. A variant or rows_per_mma != 0 runs wide 1. */
     int out_nh;     /* written by the launcher: the wide setting it ran (1, 2, 4) */
+    int b_box3d;    /* 1: wide items with one entry per stage load each entry's 2 NH B boxes one by one (default: one 3-D
+                       box where N % 64 == 0) */
+    int out_b3d;    /* written by the launcher: 1 the 3-D B boxes ran */
 };
 extern struct bsk_hopper_small_tune_s bsk__hopper_small_tune;
 #ifdef __cplusplus
