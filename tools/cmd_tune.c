@@ -44,15 +44,14 @@ int cmd_tune(int argc, char **argv)
     int no = cli_list_choice(cmd, "ops", ops_s, "n|t", ops, 2);
     int nbe = cli_list_real(cmd, "betas", betas_s, -1e6, 1e6, betas, 4);
     if (nb < 0 || nd < 0 || ns < 0 || no < 0 || nbe < 0) return CLI_USAGE;
-    /* host memory of the largest case (A, B, C0 and C on the host, the check's rows), refused before any work; an
-       overcommitted malloc is otherwise killed once touched */
+    /* host memory of each case (A, B, C0 and C on the host, the check's rows: what cli_spmm_host_bytes counts),
+       refused before any work; an overcommitted malloc is otherwise killed once touched */
     for (int si = 0; si < ns; si++)
         for (int oi = 0; oi < no; oi++)
             for (int bi = 0; bi < nb; bi++)
                 for (int di = 0; di < nd; di++) {
                     const double need = cli_spmm_host_bytes(ops[oi], shapes[si][0], shapes[si][1], shapes[si][2], blocks[bi],
-                                                            blocks[bi], dens[di], (bsk_dtype)dtype, (bsk_dtype)dtype, 1) +
-                                        (double)shapes[si][0] * (double)shapes[si][1] * (double)bsk_dtype_size((bsk_dtype)dtype);
+                                                            blocks[bi], dens[di], (bsk_dtype)dtype, (bsk_dtype)dtype, 1);
                     if (!cli_host_fits(cmd, need)) return CLI_FAIL;
                 }
 
