@@ -127,11 +127,16 @@ bench: $(BUILD)/bin/bsk
 
 # Device-run probes (bench/*.sh build them through these targets, and CI compiles them): the Hopper SpMM experiment
 # probes (knobs of src/cuda/hopper/tune.h / spmm_small_tune.h, vs cuBLAS) and the L2-partition probe (sm_90a).
-probes: $(BUILD)/bin/hopper_probe $(BUILD)/bin/small_probe $(BUILD)/bin/sddmm_probe $(BUILD)/bin/l2_partition_probe
+probes: $(BUILD)/bin/hopper_probe $(BUILD)/bin/small_probe $(BUILD)/bin/sddmm_probe $(BUILD)/bin/l2_partition_probe \
+        $(BUILD)/bin/smem_ceiling_probe
 $(BUILD)/bin/hopper_probe $(BUILD)/bin/small_probe $(BUILD)/bin/sddmm_probe: $(BUILD)/bin/%: bench/%.c bench/probe_util.h $(BUILD)/lib/libbsk.a
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -O2 -Wall -Wextra -Iinclude -Isrc -I$(CUDA_HOME)/include $< -o $@ $(BUILD)/lib/libbsk.a \
 	    -L$(CUDA_HOME)/lib64 -lcublas -lcudart_static -ldl -lrt -lpthread -lm -lstdc++
+# The shared-memory / ingress ceiling of a tile shape (session 20): TMA + wgmma with no sparse bookkeeping.
+$(BUILD)/bin/smem_ceiling_probe: bench/smem_ceiling_probe.cu bench/probe_util.h src/cuda/hopper/tma.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) -O2 $(GENCODE_HOPPER) -Iinclude -Isrc $< src/cuda/hopper/tma.cu -o $@ -lcublas
 $(BUILD)/bin/l2_partition_probe: bench/l2_partition_probe.cu
 	@mkdir -p $(dir $@)
 	$(NVCC) -O2 $(GENCODE_HOPPER) $< -o $@
