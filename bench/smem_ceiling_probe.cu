@@ -13,9 +13,11 @@
      mode 2  dense-like 128 x 256 tile: 16 KB A + 32 KB B, both consumers, 48 KB in, 80 KB read, 4.2 MFLOP
      mode 3  b64 64 x 512 tile: 8 KB A + 64 KB B, each consumer its 256 columns: 72 KB in, 80 KB read, 4.2 MFLOP
    Modes 0 and 1 use an even ring depth: stage s then always belongs to the same consumer, so a consumer can never
-   be a whole round ahead of a stage's barrier. Results (TFLOPS, E against cuBLAS 8192^3 in the same run, bytes per clock per SM) go to stdout. The values are
+   be a whole round ahead of a stage's barrier; mode 1 needs S >= 4 (a consumer keeps its previous stage until its
+   next stage's wgmmas are issued: with S = 2 it would wait on the stage it holds). Results (TFLOPS, E against cuBLAS 8192^3 in the same run, bytes per clock per SM) go to stdout. The values are
    random and the products discarded (a sink keeps the wgmmas); nothing here is checked for correctness: it is a
    ceiling, not a kernel. Build: make probes (it needs only tma.cu of the library: bench/smem_ceiling_probe.sh builds it alone). */
+#include <cuda_fp16.h>
 #include "probe_util.h"
 #include "cuda/hopper/ptx.cuh"
 #include "cuda/hopper/tma.cuh"
@@ -24,6 +26,9 @@ using namespace bsk_hopper;
 
 struct PP {
     int mode, stages, iters;
+    int w0;           /* 1: wgmma_wait<0> and release per stage (the b64 / b128 kernels); 0: wait<1>, release the previous */
+    int L;            /* stages per item (0: one item): after L stages each consumer stores its 64 x 256 tile (fp16) to C */
+    __half *C;
     int a_rt, a_ct;   /* A tiles: rows / 64 and cols / 64 in range             */
     int b_kt, b_nt;   /* B: 64-row k-blocks and 256-column tiles in range       */
     unsigned seed;
@@ -88,6 +93,7 @@ __global__ void __launch_bounds__(384, 1) k_ceiling(const __grid_constant__ CUte
     float acc[128]; /* no zero fill: a non-wgmma write of the accumulators serialises the wgmmas (C7515); the first
                        wgmma of a consumer starts them with scale_d = 0 */
     int prev = -1; /* this consumer's previous stage, released once its wgmmas are done */
+    int fresh = 1; /* the next wgmma starts the accumulators (scale_d = 0) */
     for (int it = 0; it < p.iters; ++it) {
         const bool mine = (p.mode == 2 || p.mode == 3) ? true : (it & 1) == c;
         if (!mine) continue;
@@ -102,11 +108,32 @@ __global__ void __launch_bounds__(384, 1) k_ceiling(const __grid_constant__ CUte
         wgmma_fence();
 #pragma unroll
         for (int k = 0; k < 4; ++k)
-            wgmma_m64n256k16_f16<0, 1>(acc, desc_advance(dA, 2 * k), desc_advance(dB, 128 * k), prev >= 0 || k > 0);
+            wgmma_m64n256k16_f16<0, 1>(acc, desc_advance(dA, 2 * k), desc_advance(dB, 128 * k), !(fresh && k == 0));
         wgmma_commit();
-        wgmma_wait<1>();
-        if (prev >= 0 && t == 0) mbar_arrive(bars + 8 * (S + prev));
-        prev = s;
+        fresh = 0;
+        if (p.w0) {
+            wgmma_wait<0>();
+            if (t == 0) mbar_arrive(bars + 8 * (S + s));
+        } else {
+            wgmma_wait<1>();
+            if (prev >= 0 && t == 0) mbar_arrive(bars + 8 * (S + prev));
+            prev = s;
+        }
+        const int step = p.mode == 1 ? 2 : 1; /* this consumer's next stage is it + step */
+        if (p.L > 0 && (it + step) / p.L != it / p.L) { /* the item's epilogue: 64 x 256 fp16 from the accumulators */
+            wgmma_wait<0>();
+            if (prev >= 0 && t == 0) mbar_arrive(bars + 8 * (S + prev));
+            prev = -1;
+            const unsigned hh = hmix(p.seed + 7u * blockIdx.x + 131u * (unsigned)it);
+            const int r0 = (int)(hh % 128u) * 64 + 16 * (t / 32) + (t % 32) / 4, c0 = (int)((hh >> 8) % 32u) * 256;
+#pragma unroll
+            for (int j = 0; j < 32; ++j) {
+                const int col = c0 + 8 * j + 2 * (t % 4);
+                *(__half2 *)(p.C + (size_t)r0 * 8192 + col) = __floats2half2_rn(acc[4 * j], acc[4 * j + 1]);
+                *(__half2 *)(p.C + (size_t)(r0 + 8) * 8192 + col) = __floats2half2_rn(acc[4 * j + 2], acc[4 * j + 3]);
+            }
+            fresh = 1;
+        }
     }
     wgmma_wait<0>();
     if (prev >= 0 && t == 0) mbar_arrive(bars + 8 * (S + prev));
@@ -133,6 +160,7 @@ static void run_launch(void *a)
 
 int main(int argc, char **argv)
 {
+    setvbuf(stdout, NULL, _IOLBF, 0); /* line by line through a pipe: a hung configuration still leaves the others */
     int iters = argc > 1 ? atoi(argv[1]) : 1200, reps = argc > 2 ? atoi(argv[2]) : 9;
     const int n = 8192;
     cudaDeviceProp prop;
@@ -169,14 +197,17 @@ int main(int argc, char **argv)
     const double tg = probe_time(probe_run_gemm, &g, reps, flush, 256u << 20, e0, e1, NULL);
     const double cublas = 2.0 * n * n * (double)n / (tg * 1e9);
     printf("device %s, %d SMs; cuBLAS fp16 8192^3: %.1f TFLOPS\n", prop.name, prop.multiProcessorCount, cublas);
-    printf("%-5s %-4s %-6s %-3s %9s %7s %8s %8s %6s\n", "mode", "ws", "CTAs", "S", "TFLOPS", "E", "inB/clk", "rdB/clk",
-           "MHz");
+    printf("%-5s %-4s %-6s %-3s %-3s %-4s %9s %7s %8s %8s %6s\n", "mode", "ws", "CTAs", "S", "w0", "L", "TFLOPS", "E",
+           "inB/clk", "rdB/clk", "MHz");
 
-    static const struct { int mode, ws, ctas, S; } cfg[] = {
-        {0, 0, 132, 2}, {0, 0, 132, 4}, {0, 0, 66, 4}, {0, 0, 33, 4}, {0, 1, 132, 4},
-        {2, 0, 132, 2}, {2, 0, 132, 3}, {2, 0, 132, 4}, {2, 1, 132, 4},
-        {1, 0, 132, 2}, {1, 0, 132, 4}, {1, 0, 66, 4}, {1, 1, 132, 4}, {1, 2, 132, 4},
-        {3, 0, 132, 2}, {3, 0, 132, 3}, {3, 1, 132, 3},
+    /* run 1 (session 20): ingress alone, the ring depths, the SM count, the working set; run 2: wait_group 0 per stage
+       and items of L stages with an epilogue, as the real kernels run them */
+    static const struct { int mode, ws, ctas, S, w0, L; } cfg[] = {
+        {0, 0, 132, 4, 0, 0}, {0, 0, 33, 4, 0, 0},
+        {2, 0, 132, 4, 0, 0}, {2, 0, 132, 4, 1, 0}, {2, 0, 132, 4, 1, 13}, {2, 0, 132, 4, 1, 26},
+        {1, 0, 132, 4, 0, 0}, {1, 0, 132, 4, 1, 0}, {1, 0, 132, 4, 1, 13}, {1, 0, 132, 4, 1, 25},
+        {3, 0, 132, 3, 0, 0}, {3, 0, 132, 3, 1, 0}, {3, 0, 132, 3, 0, 13}, {3, 0, 132, 3, 1, 13},
+        {3, 0, 132, 3, 1, 32}, {3, 1, 132, 3, 1, 13}, {3, 0, 132, 2, 1, 0},
     };
     for (size_t i = 0; i < sizeof cfg / sizeof cfg[0]; ++i) {
         Launch l;
@@ -193,6 +224,9 @@ int main(int argc, char **argv)
         }
         l.p.mode = mode;
         l.p.stages = cfg[i].S;
+        l.p.w0 = cfg[i].w0;
+        l.p.L = cfg[i].L;
+        l.p.C = (__half *)C;
         l.p.iters = iters;
         l.p.a_rt = n / 64;
         l.p.a_ct = a_cols / 64;
@@ -210,7 +244,8 @@ int main(int argc, char **argv)
         const double inb = stages * stage_tx(mode), rdb = mode == 0 ? 0.0 : stages * (mode == 1 ? 40960.0 : 81920.0);
         const double clks = tm * 1e-3 * mhz * 1e6 * l.ctas;
         const double tf = flop / (tm * 1e9);
-        printf("%-5d %-4d %-6d %-3d %9.1f %7.3f %8.1f %8.1f %6.0f\n", mode, ws, l.ctas, cfg[i].S, tf, tf / cublas,
+        printf("%-5d %-4d %-6d %-3d %-3d %-4d %9.1f %7.3f %8.1f %8.1f %6.0f\n", mode, ws, l.ctas, cfg[i].S, cfg[i].w0,
+               cfg[i].L, tf, tf / cublas,
                inb / clks, rdb / clks, mhz);
     }
     const double tg2 = probe_time(probe_run_gemm, &g, reps, flush, 256u << 20, e0, e1, NULL);
