@@ -7,6 +7,8 @@
    --b64tile (session 18): the paired b64 tile against the split 64 x 512 and 64 x 256 tiles, alternated.
    --b64sweep (session 19): the same three b64 tiles at 8192^3, MoE 32768 x 4096 x 4096 and 2048^3, uniform and
    skewed, d 0.1 / 0.25 / 0.5 (the data for the default's choice between them).
+   --b64slot (session 20): the 64 x 512 tile with C staged in its item's last ring slot against its direct epilogue,
+   the pair and the 64 x 256 split, at 8192^3 (uniform, skewed), MoE (both) and 2048^3, alternated.
    Built and run by bench/hopper_probe.sh on the device machine. Not part of the library. */
 #include <math.h>
 #include <stdio.h>
@@ -76,7 +78,7 @@ static void print_prof(spmm_arg *sa)
 
 int main(int argc, char **argv)
 {
-    int b64tile = 0, b64sweep = 0, quick = 0, variants = 0, cf32 = 0, ncu = 0, d1 = 0, ring4 = 0, bands = 0, prof = 0, skew = 0, tall = 0, fin = 0, mc = 0, hint = 0, partcheck = 0,
+    int b64tile = 0, b64sweep = 0, b64slot = 0, quick = 0, variants = 0, cf32 = 0, ncu = 0, d1 = 0, ring4 = 0, bands = 0, prof = 0, skew = 0, tall = 0, fin = 0, mc = 0, hint = 0, partcheck = 0,
         part = 0,
         s7 = 0, fabric = 0, fabric2 = 0;
     const char *part_file = NULL;
@@ -102,6 +104,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--mc")) mc = 1; /* session 8: b128 with and without A multicast (2-CTA clusters) */
         else if (!strcmp(argv[i], "--s7")) s7 = 1; /* session 7: the L2 eviction hints on skewed and uniform b128 */
         else if (!strcmp(argv[i], "--final")) fin = 1; /* b128 uniform / skewed defaults, few-rows shapes split / not */
+        else if (!strcmp(argv[i], "--b64slot")) b64slot = 1; /* session 20: 64 x 512 with C staged in the last slot */
         else if (!strcmp(argv[i], "--b64sweep")) b64sweep = 1; /* session 19: the b64 tiles over shapes and patterns */
         else if (!strcmp(argv[i], "--b64tile")) b64tile = 1; /* session 18: b64 paired 128 x 256 vs split 64 x 512 / 64 x 256 */
         else if (!strcmp(argv[i], "--ring4")) ring4 = 1; /* 4 ring stages + two store rounds vs 3 + one */   /* add the full pattern (d = 1): the kernel as a dense GEMM */
@@ -212,6 +215,7 @@ int main(int argc, char **argv)
         double d;
         int skew, bf, b64w, band, nopdl, c32;
         const char *tag;
+        int slot;           /* tune: slot_epi (64 x 512 tile: 0 C staged in the last ring slot, -1 direct) */
         int bswap, epi, classes, cluster;
         int b64m, pf, maxc; /* tune: b64_mode, pf (lead in stages, -1 off), max_ctas */
         int clacq, l2h;     /* tune: cl_acq, l2hint */
@@ -283,6 +287,21 @@ int main(int argc, char **argv)
                             .b64m = v ? 1 : 2, .b64w = v == 1 ? 256 : 0,
                             .tag = v == 0 ? "pair 128x256" : v == 1 ? "split 64x512" : "split 64x256");
                     }
+    }
+    if (b64slot) { /* session 20: the 64 x 512 tile's C staged in its last ring slot (TMA store) against its direct
+                      epilogue, the pair and the 64 x 256 split; per shape, pattern, density, alternated A B C D D C B A */
+        static const int64_t sh[3][3] = {{0, 0, 0}, {32768, 4096, 4096}, {2048, 2048, 2048}};
+        static const char *tg[4] = {"pair 128x256", "64x512 slot", "64x512 direct", "split 64x256"};
+        for (int q = 0; q < 3; q++)
+            for (int sk = 0; sk < 2; sk++) {
+                if (q == 2 && sk) continue;
+                for (int di = 0; di < 3; di++)
+                    for (int r = 0; r < 8; r++) {
+                        const int v = r < 4 ? r : 7 - r;
+                        ADD(.b = 64, .d = ds[di], .skew = sk, .m = sh[q][0], .n = sh[q][1], .k = sh[q][2],
+                            .b64m = v ? 1 : 2, .b64w = v == 1 || v == 2 ? 256 : 0, .slot = v == 2 ? -1 : 0, .tag = tg[v]);
+                    }
+            }
     }
     if (ring4) { /* same-run A/B: 4 stages + two store rounds (r4 2) against 3 stages + one (r4 1), alternated */
         const double dd[4] = {0.10, 0.25, 0.50, 1.0};
@@ -535,6 +554,7 @@ int main(int argc, char **argv)
         }
         const size_t cAK = (size_t)(M_ * K_), cMN = (size_t)(M_ * N_);
         bsk__hopper_tune.b64_wgn = c.b64w;
+        bsk__hopper_tune.slot_epi = c.slot;
         bsk__hopper_tune.band_mb = c.band;
         bsk__hopper_tune.no_pdl = c.nopdl;
         bsk__hopper_tune.bdesc_swap = c.bswap;

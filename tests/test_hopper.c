@@ -165,6 +165,53 @@ BSK_TEST(gpu_hopper_spmm_persistent_few_ctas)
     bsk_destroy(ctx);
 }
 
+/* The 64 x 512 b64 tile with C staged in its item's last ring slot (tune.slot_epi, session 20): 16-bit C with beta 0
+   (the slot path: the store runs on into the next item, whose first stage releases the slot) against the direct
+   epilogue (fp32 C, beta != 0, slot_epi -1) on the same matrices. Empty rows (items of one SKIP stage, C = 0), N
+   tails inside a 64-column panel and whole panels past N, one and three N tiles, items of one stage, the full grid
+   and 2 CTAs (many items in a row, so a pending slot meets every ring position). */
+BSK_TEST(gpu_hopper_spmm_b64_slot_epi)
+{
+    bsk_context *ctx = NULL;
+    const char *why = hopper_skip_reason(&ctx);
+    if (why) SKIP(why);
+    struct bsk_hopper_tune_s saved = bsk__hopper_tune;
+    bsk_rng *r = bsk_test_rng();
+    const int64_t b = 64, M = 11 * b - 13, K = 9 * b + 5, mb = (M + b - 1) / b, nb = (K + b - 1) / b;
+    bsk_dense D = bsk_test_dense(M, K, 0, BSK_F16, r);
+    uint8_t *mask = (uint8_t *)calloc((size_t)(mb * nb), 1);
+    REQUIRE(mask != NULL);
+    for (int64_t i = 0; i < mb; i++) /* rows 1, 4, 7, 10 empty; row 2 a single block; the others about 0.4 */
+        for (int64_t j = 0; j < nb; j++)
+            mask[i * nb + j] = (i % 3 == 1) ? 0 : i == 2 ? (j == nb - 1) : (bsk_rng_uniform(r) < 0.4);
+    bsk_bsr A;
+    REQUIRE_OK(bsk_bsr_from_mask(&D, b, b, mask, &A));
+    bsk_bsr U = spmm_random_bsr(20 * b + 7, 12 * b, b, 0.15, BSK_PATTERN_SKEWED, BSK_BF16);
+    const int64_t Ns[4] = {264, 8 * bsk_rng_int(r, 70, 127), 1032 + 8 * bsk_rng_int(r, 1, 60), 1536};
+    for (int v = 0; v < 2; v++) {
+        bsk__hopper_tune = saved;
+        bsk__hopper_tune.b64_wgn = 256;
+        bsk__hopper_tune.max_ctas = v ? 2 : 0;
+        for (int ni = 0; ni < 4; ni++) {
+            const int64_t N = Ns[ni];
+            bsk__hopper_tune.slot_epi = 0;
+            run_device_case(t, ctx, &A, N, 0, 0, BSK_F16, 0.75f, 0.0f, 1);
+            run_device_case(t, ctx, &U, N, 8, 0, BSK_BF16, -1.25f, 0.0f, 1);
+            run_device_case(t, ctx, &U, N, 0, 8, BSK_F16, 1.0f, 0.0f, 1); /* ld past cols: the store clips at N */
+            run_device_case(t, ctx, &A, N, 0, 0, BSK_F32, 0.5f, 0.0f, 1);  /* direct: fp32 C */
+            run_device_case(t, ctx, &U, N, 0, 0, BSK_F16, 1.0f, 0.5f, 1);  /* direct: beta */
+            bsk__hopper_tune.slot_epi = -1;
+            run_device_case(t, ctx, &A, N, 0, 0, BSK_BF16, 0.75f, 0.0f, 1);
+        }
+    }
+    bsk__hopper_tune = saved;
+    bsk_bsr_free(&U);
+    bsk_bsr_free(&A);
+    free(mask);
+    bsk_test_dense_free(&D);
+    bsk_destroy(ctx);
+}
+
 /* The L2-partition queues (forced, tune.part_mode 1, with tables of our own): a CTA takes items of its partition's tile
    group, then helps with the other's. Tables: SMs split by smid parity; every SM in partition 0 (group 1 is
    done entirely by helping); every SM in partition 1. Odd and even N tile counts, one N tile (the queues

@@ -53,7 +53,8 @@ typedef Cfg<128, 256, 3, true, 2> Cfg128tc;    /* Cfg128t in 2-CTA clusters, A m
 typedef Cfg<128, 256, 4, false, 2> Cfg128c;    /* Cfg128 (4 stages, direct epilogue) in 2-CTA clusters          */
 typedef Cfg<64, 128, 5, false> Cfg64;          /* split: tile 64 x 256, 40 KB stages                            */
 typedef Cfg<64, 128, 4, true> Cfg64t;          /* the same, 4 stages + 32 KB staging                            */
-typedef Cfg<64, 256, 3, false> Cfg64w;         /* split: tile 64 x 512, 72 KB stages (experiment)               */
+typedef Cfg<64, 256, 3, false> Cfg64w;         /* split: tile 64 x 512, 72 KB stages, direct epilogue           */
+typedef Cfg<64, 256, 3, false, 1, false, false, 0, true> Cfg64ws; /* the same, C staged in the last ring slot  */
 typedef Cfg<64, 256, 4, false, 1, true> Cfg64p;  /* paired rows: tile 128 x 256, <= 48 KB stages, direct epilogue */
 typedef Cfg<64, 256, 3, true, 1, true> Cfg64pt;  /* the same, 3 stages + 64 KB staging                          */
 typedef Cfg<64, 256, 4, true, 1, true, false, 2> Cfg64pt4; /* the same, 4 stages + 2 x 16 KB staging          */
@@ -93,7 +94,7 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, cons
     if ((s = bsk_hopper_tmap_2d_promo(&tmB, B->data, B->dtype, (uint64_t)K, (uint64_t)N, (uint64_t)B->ld, 64, 64,
                                       promo)))
         return s;
-    if (!CF::EPI) tmC = tmB; /* unused */
+    if (!CF::TMA_C) tmC = tmB; /* unused */
     else if ((s = bsk_hopper_tmap_2d(&tmC, C->data, C->dtype, (uint64_t)M, (uint64_t)N, (uint64_t)C->ld, 64, 64)))
         return s;
     /* L2 prefetch: whole blocks and 256-column B panels per instruction (unswizzled maps). The lead in
@@ -358,6 +359,9 @@ bsk_status bsk_hopper_spmm(bsk_context *ctx, bsk_op op, float alpha, const bsk_b
         return bf ? launch<Cfg128, BSK_BF16>(ctx, st, A, B, alpha, beta, C, "hopper-wgmma-b128")
                   : launch<Cfg128, BSK_F16>(ctx, st, A, B, alpha, beta, C, "hopper-wgmma-b128");
     }
+    if (bsk__hopper_tune.b64_wgn == 256 && tma_epi && bsk__hopper_tune.slot_epi >= 0)
+        return bf ? launch<Cfg64ws, BSK_BF16>(ctx, st, A, B, alpha, beta, C, "hopper-wgmma-b64")
+                  : launch<Cfg64ws, BSK_F16>(ctx, st, A, B, alpha, beta, C, "hopper-wgmma-b64");
     if (bsk__hopper_tune.b64_wgn == 256)
         return bf ? launch<Cfg64w, BSK_BF16>(ctx, st, A, B, alpha, beta, C, "hopper-wgmma-b64")
                   : launch<Cfg64w, BSK_F16>(ctx, st, A, B, alpha, beta, C, "hopper-wgmma-b64");

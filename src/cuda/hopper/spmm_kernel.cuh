@@ -127,7 +127,7 @@ enum { META_SKIP0 = 1, META_SKIP1 = 2, META_SKIP = 3, META_END = 4, META_LAST = 
    columns = 64 rows of Aᵀ), exactly the layout of a B panel, and wgmma reads it with trans-a = 1 and the
    B-panel descriptor (16 K rows = 2048 bytes per k16 step, 8-row groups 1024 bytes apart). */
 template <int BM_, int WGN_, int STAGES_, bool EPI_, int CLUSTER_ = 1, bool PAIR_ = false, bool TRANS_ = false,
-          int EPQ_ = 0>
+          int EPQ_ = 0, bool SLOTEPI_ = false>
 struct Cfg {
     static constexpr int BM = BM_;                   /* block size                                    */
     static constexpr int WGN = WGN_;                 /* wgmma N per consumer warpgroup               */
@@ -155,6 +155,14 @@ struct Cfg {
        alternatives that keep 4 stages: consumer 1 staging in its item's last ring stage, kept from the producer
        until its store had read it, and the consumers' epilogues in turns: both slower, -2 to -7 %, because
        either one holds ring slots back from the producer; docs/hopper-spmm-notes.md.) */
+    /* SLOTEPI (split BM 64 only, session 20): the TMA-store epilogue without a staging buffer — each consumer stages
+       its 64 x WGN tile (16-bit, 128B-swizzled 64-column panels: WGN / 64 x 8 KB) in its own B boxes of the item's
+       last ring slot, whose B panel it no longer needs, and releases that slot once the store has read it (one stage
+       into the next item). For the 64 x 512 tile (3 x 72 KB stages: no room for staging), whose direct epilogue cost
+       it ~25 % at d 0.1 (bench/smem_ceiling_probe.cu, run 2). */
+    static constexpr bool SLOTEPI = SLOTEPI_;
+    static_assert(!SLOTEPI_ || (BM_ == 64 && !PAIR_ && !EPI_ && CLUSTER_ == 1 && !TRANS_), "SLOTEPI: split BM 64");
+    static constexpr bool TMA_C = EPI_ || SLOTEPI_;   /* C written by TMA stores (needs the C tensor map)      */
     static constexpr int EPQ = EPQ_ > 0 ? EPQ_ : WGN_ / 64;
     static_assert((WGN_ / 64) % EPQ == 0, "EPQ divides the consumer's panels");
     static constexpr int C_WG_BYTES = 64 * 64 * 2 * EPQ; /* one consumer's staging buffer (16-bit C)  */
@@ -872,11 +880,22 @@ __global__ void __launch_bounds__(384, 1)
             else mbar_wait(full0 + 8 * s, ph);
             pc[PROF_WAIT] += BSK_PROF_CLOCK() - w0;
         };
-        auto release = [&]() { /* one arrival per warp on every CTA's empty barrier of the stage */
+        auto release_at = [&](uint32_t ss) { /* one arrival per warp on every CTA's empty barrier of the stage */
             __syncwarp();
             if (lane == 0) {
-                mbar_arrive(empty0 + 8 * s);
-                if (CL) mbar_arrive_cluster(mapa(empty0 + 8 * s, rank ^ 1u));
+                mbar_arrive(empty0 + 8 * ss);
+                if (CL) mbar_arrive_cluster(mapa(empty0 + 8 * ss, rank ^ 1u));
+            }
+        };
+        auto release = [&]() { release_at(s); };
+        /* SLOTEPI: the slot holding the previous item's staged C tile, released once its TMA store has read it (the
+           empty barrier completes only with every warp's arrival, so warp 0's after bulk_wait_read orders it) */
+        int pend = -1;
+        auto release_pend = [&]() {
+            if (CF::SLOTEPI && pend >= 0) {
+                if ((threadIdx.x & 127) == 0) bulk_wait_read<0>();
+                release_at((uint32_t)pend);
+                pend = -1;
             }
         };
         const int tw = threadIdx.x & 127;
@@ -888,7 +907,7 @@ __global__ void __launch_bounds__(384, 1)
             wait_full();
             const int4 m = stage_record_read(&meta[s], lane);
             if (m.w & META_END) {
-                if (CF::EPI && (threadIdx.x & 127) == 0) bulk_wait0(); /* staged tiles read before exit */
+                if (CF::TMA_C && (threadIdx.x & 127) == 0) bulk_wait0(); /* staged tiles read before exit */
 #ifdef BSK_HOPPER_PROF
                 pc[PROF_TOTAL] = BSK_PROF_CLOCK() - pc_t0;
                 if ((threadIdx.x & 127) == 0 && p.prof)
@@ -919,9 +938,14 @@ __global__ void __launch_bounds__(384, 1)
                     pc[PROF_MMA] += BSK_PROF_CLOCK() - m0;
                     pc[PROF_STAGES] += 1;
                 }
-                release();
+                const uint32_t s_done = s;
+                if (!(CF::SLOTEPI && (fl & META_LAST))) release(); /* SLOTEPI keeps the item's last slot for C */
+                release_pend();
                 if (++s == CF::STAGES) { s = 0; ph ^= 1; }
-                if (fl & META_LAST) break;
+                if (fl & META_LAST) {
+                    if (CF::SLOTEPI) pend = (int)s_done;
+                    break;
+                }
                 wait_full();
                 fl = stage_word_read(&meta[s].w, lane);
                 fl = (int)__reduce_or_sync(0xffffffffu, (unsigned)fl); /* uniform: so is the loop, and s with it */
@@ -976,7 +1000,31 @@ __global__ void __launch_bounds__(384, 1)
             const int64_t wr0 = CF::PAIR ? (int64_t)(2 * unit + c) * 64
                                          : (int64_t)unit * CF::BM + (CF::SPLIT_N ? 0 : 64 * c);
             const int wc0 = ntile * CF::BN + (CF::SPLIT_N ? c * CF::WGN : 0);
-            if constexpr (CF::EPI) {
+            if constexpr (CF::SLOTEPI) {
+                /* this consumer's B boxes of the item's last slot (pend): every warp's wgmmas on them are done
+                   (wait_group 0 per stage) once all four warps pass the first barrier */
+                const uint32_t cbuf = sbase + CF::B_OFF + (uint32_t)pend * CF::B_BYTES + b_off;
+                const int rl = 16 * warp + (lane >> 2);
+                named_bar_sync(1 + c, 128);
+                if (p.ctype == BSK_F16)
+                    stage_tile<BSK_F16, CF::WGN, 0, CF::WGN / 64>(acc, cbuf, rl, lane, p.alpha);
+                else
+                    stage_tile<BSK_BF16, CF::WGN, 0, CF::WGN / 64>(acc, cbuf, rl, lane, p.alpha);
+                fence_proxy_async_smem();
+                named_bar_sync(1 + c, 128);
+                if (tw == 0) {
+                    if (wr0 < p.M) {
+                        const uint64_t pol_c = l2_policy_evict_first(); /* used only with l2h & 2 */
+#pragma unroll
+                        for (int q = 0; q < CF::WGN / 64; ++q) {
+                            if (wc0 + 64 * q >= p.N) break;
+                            if (l2h & 2) tma_store_2d_hint(&tmC, cbuf + q * 8192, wc0 + 64 * q, (int)wr0, pol_c);
+                            else tma_store_2d(&tmC, cbuf + q * 8192, wc0 + 64 * q, (int)wr0);
+                        }
+                    }
+                    bulk_commit();
+                }
+            } else if constexpr (CF::EPI) {
                 /* stage 64 x WGN (16-bit, alpha applied) in 64-column 128B-swizzled panels, then TMA-store it;
                    the store clips rows >= M and columns >= N (N % 8 == 0 here: see the launcher). The buffer is
                    reused only after the previous item's store has read it. */

@@ -7,7 +7,7 @@
 extern "C" {
 #endif
 struct bsk_hopper_tune_s {
-    int b64_wgn;    /* BM = 64: wgmma N per consumer warpgroup, 128 (tile 64 x 256) or 256 (64 x 512, direct)   */
+    int b64_wgn;    /* BM = 64: wgmma N per consumer warpgroup, 128 (tile 64 x 256) or 256 (64 x 512)          */
     int band_mb;    /* L2 budget in MB for the A blocks of one band of rows (default 16)                       */
     int no_pdl;     /* 1: launch the main kernel without programmatic dependent launch                         */
     int max_ctas;   /* cap on the persistent grid (default: one CTA per SM)                                    */
@@ -51,6 +51,8 @@ struct bsk_hopper_tune_s {
                              the discovered map (bench/l2_partition_probe.sh's ncu table; tests)            */
     void *prof_buf;   /* device buffer of 16 x grid unsigned long long cycle counters, read by kernels built
                          with -DBSK_HOPPER_PROF (bench/hopper_probe.c --prof); NULL otherwise                 */
+    int slot_epi;   /* the 64 x 512 tile with 16-bit C, beta 0: 0 C staged in the last ring slot and TMA-stored
+                       (session 20), -1 the direct epilogue                                                      */
 };
 extern struct bsk_hopper_tune_s bsk__hopper_tune;
 /* Probe hook of src/cuda/l2_partition.cu (tests, bench/hopper_probe.c): runs the L2-partition map discovery to
