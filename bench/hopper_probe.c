@@ -166,8 +166,8 @@ int main(int argc, char **argv)
         printf("L2-partition map (this context): %s, valid %d, %d of %d SMs in partition 1\n",
                ps ? bsk_status_string(ps) : "ok", ps ? 0 : dt[1024], n1, n);
     }
-    /* --b64sweep's MoE shape (32768 x 4096 x 4096) needs 2^27-element A and C buffers */
-    const size_t big = b64sweep ? (size_t)1 << 27 : 0;
+    /* --b64sweep's and --b64slot's MoE shape (32768 x 4096 x 4096) needs 2^27-element A and C buffers */
+    const size_t big = b64sweep || b64slot ? (size_t)1 << 27 : 0;
     const size_t nAK = (size_t)(M_ * K_) > big ? (size_t)(M_ * K_) : big, nKN = (size_t)(K_ * N_),
                  nMN = (size_t)(M_ * N_) > big ? (size_t)(M_ * N_) : big;
     uint16_t *hbuf = (uint16_t *)malloc((nAK > nKN ? nAK : nKN) * 2);

@@ -204,6 +204,21 @@ BSK_TEST(gpu_hopper_spmm_b64_slot_epi)
             run_device_case(t, ctx, &A, N, 0, 0, BSK_BF16, 0.75f, 0.0f, 1);
         }
     }
+    /* the default chooses this tile for 16-bit C, beta 0, N >= 512 (the pair below 512 columns or with beta), and its
+       work list is cached per pattern: the first call runs the prep kernel, the second reuses the list */
+    bsk__hopper_tune = saved;
+    REQUIRE_OK(bsk_set_pattern_cache(ctx, 1));
+    bsk_bsr dU;
+    REQUIRE_OK(bsk_bsr_clone(&U, BSK_MEM_DEVICE, &dU));
+    for (int rep = 0; rep < 2; rep++)
+        spmm_gpu_cached_case(t, ctx, BSK_OP_N, &U, &dU, 1032, 0.5f, 0.0f, "hopper-wgmma-b64", &bsk__hopper_tune.out_prep,
+                             rep == 0, NULL);
+    spmm_gpu_cached_case(t, ctx, BSK_OP_N, &U, &dU, 1032, 0.5f, 0.25f, "hopper-wgmma-b64p", &bsk__hopper_tune.out_prep, 1,
+                         NULL);
+    spmm_gpu_cached_case(t, ctx, BSK_OP_N, &U, &dU, 264, 1.0f, 0.0f, "hopper-wgmma-b64p", &bsk__hopper_tune.out_prep, 1,
+                         NULL);
+    REQUIRE_OK(bsk_set_pattern_cache(ctx, 0));
+    bsk_bsr_free(&dU);
     bsk__hopper_tune = saved;
     bsk_bsr_free(&U);
     bsk_bsr_free(&A);
@@ -787,6 +802,9 @@ BSK_TEST(gpu_hopper_spmm_pattern_cache)
             free(mask);
         }
         for (int q = 0; q < 3; q++) REQUIRE_OK(bsk_bsr_clone(&A[q], BSK_MEM_DEVICE, &dA[q]));
+        /* b64 op N: the paired kernel for every call (beta 0 with N >= 512 would take the 64 x 512 tile, whose list is
+           another: gpu_hopper_spmm_b64_slot_epi checks its caching) */
+        bsk__hopper_tune.b64_mode = b == 64 ? 2 : 0;
         for (int opi = 0; opi < 2; opi++) {
             const bsk_op op = opi ? BSK_OP_T : BSK_OP_N;
             /* N 264 and 392: two N tiles of 256 (b128 / paired b64), the same cached list; 136: one tile, another */

@@ -19,6 +19,9 @@ static const int CLUSTER_DEFAULT = 0;
    64 x 256 tile (run 5: pair 0.641 vs split 0.540 at d = 0.5, equal at d = 0.1). L2 prefetch lead in stages
    (0: off). */
 static const int B64_PAIR_DEFAULT = 1;
+/* BM = 64 with 16-bit C, beta 0, N >= 512: the 64 x 512 tile with the slot-staged TMA store (session 20) before the
+   pair (the launcher's rule below) */
+static const int B64_WIDE_DEFAULT = 1;
 static const int PF_STAGES_DEFAULT = 0; /* run 5: the prefetches double the L2 requests; 1.7x slower at d = 0.5 */
 /* TMA-store epilogue configurations: 4 ring stages with the C tile staged in two rounds (1), or 3 stages with
    the whole tile staged at once (0). Session 4 measures both (tune.ring4). */
@@ -359,7 +362,15 @@ bsk_status bsk_hopper_spmm(bsk_context *ctx, bsk_op op, float alpha, const bsk_b
         return bf ? launch<Cfg128, BSK_BF16>(ctx, st, A, B, alpha, beta, C, "hopper-wgmma-b128")
                   : launch<Cfg128, BSK_F16>(ctx, st, A, B, alpha, beta, C, "hopper-wgmma-b128");
     }
-    if (bsk__hopper_tune.b64_wgn == 256 && tma_epi && bsk__hopper_tune.slot_epi >= 0)
+    /* The 64 x 512 tile with C staged in its item's last ring slot: the default wherever its TMA store applies (16-bit
+       C, beta 0) and N fills a 512-column tile. Session 20 (hopper_probe --b64slot, H200, same run): 8192^3 uniform
+       d 0.1 / 0.25 / 0.5 E 0.607 / 0.646 / 0.665 vs the pair's 0.500 / 0.578 / 0.668, skewed 0.467 / 0.601 / 0.676 vs
+       0.475 / 0.579 / 0.675, 2048^3 +3 / +7 / +15 %. The bytes into each SM per MFLOP (17 vs 19 KB at d 0.1) are the
+       reason (bench/smem_ceiling_probe.cu); its direct epilogue had cost it the gain. */
+    const int wide64 = bsk__hopper_tune.b64_wgn == 256 ||
+                       (bsk__hopper_tune.b64_wgn == 0 && bsk__hopper_tune.b64_mode == 0 && B64_WIDE_DEFAULT && tma_epi &&
+                        bsk__hopper_tune.slot_epi >= 0 && C->cols >= 512);
+    if (wide64 && tma_epi && bsk__hopper_tune.slot_epi >= 0)
         return bf ? launch<Cfg64ws, BSK_BF16>(ctx, st, A, B, alpha, beta, C, "hopper-wgmma-b64")
                   : launch<Cfg64ws, BSK_F16>(ctx, st, A, B, alpha, beta, C, "hopper-wgmma-b64");
     if (bsk__hopper_tune.b64_wgn == 256)
