@@ -104,6 +104,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--mc")) mc = 1; /* session 8: b128 with and without A multicast (2-CTA clusters) */
         else if (!strcmp(argv[i], "--s7")) s7 = 1; /* session 7: the L2 eviction hints on skewed and uniform b128 */
         else if (!strcmp(argv[i], "--final")) fin = 1; /* b128 uniform / skewed defaults, few-rows shapes split / not */
+        else if (!strcmp(argv[i], "--b64slot2")) b64slot = 2;
         else if (!strcmp(argv[i], "--b64slot")) b64slot = 1; /* session 20: 64 x 512 with C staged in the last slot */
         else if (!strcmp(argv[i], "--b64sweep")) b64sweep = 1; /* session 19: the b64 tiles over shapes and patterns */
         else if (!strcmp(argv[i], "--b64tile")) b64tile = 1; /* session 18: b64 paired 128 x 256 vs split 64 x 512 / 64 x 256 */
@@ -292,9 +293,9 @@ int main(int argc, char **argv)
                       epilogue, the pair and the 64 x 256 split; per shape, pattern, density, alternated A B C D D C B A */
         static const int64_t sh[3][3] = {{0, 0, 0}, {32768, 4096, 4096}, {2048, 2048, 2048}};
         static const char *tg[4] = {"pair 128x256", "64x512 slot", "64x512 direct", "split 64x256"};
-        for (int q = 0; q < 3; q++)
+        for (int q = b64slot == 2 ? 2 : 0; q < 3; q++) /* --b64slot2: 2048^3 only, both patterns */
             for (int sk = 0; sk < 2; sk++) {
-                if (q == 2 && sk) continue;
+                if (q == 2 && sk && b64slot != 2) continue;
                 for (int di = 0; di < 3; di++)
                     for (int r = 0; r < 8; r++) {
                         const int v = r < 4 ? r : 7 - r;

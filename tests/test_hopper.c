@@ -165,7 +165,7 @@ BSK_TEST(gpu_hopper_spmm_persistent_few_ctas)
     bsk_destroy(ctx);
 }
 
-/* The 64 x 512 b64 tile with C staged in its item's last ring slot (tune.slot_epi, session 20): 16-bit C with beta 0
+/* The 64 x 512 b64 tile with C staged in its item's last ring slot (tune.slot_epi, session 20; op N and op T): 16-bit C with beta 0
    (the slot path: the store runs on into the next item, whose first stage releases the slot) against the direct
    epilogue (fp32 C, beta != 0, slot_epi -1) on the same matrices. Empty rows (items of one SKIP stage, C = 0), N
    tails inside a 64-column panel and whole panels past N, one and three N tiles, items of one stage, the full grid
@@ -200,6 +200,9 @@ BSK_TEST(gpu_hopper_spmm_b64_slot_epi)
             run_device_case(t, ctx, &U, N, 0, 8, BSK_F16, 1.0f, 0.0f, 1); /* ld past cols: the store clips at N */
             run_device_case(t, ctx, &A, N, 0, 0, BSK_F32, 0.5f, 0.0f, 1);  /* direct: fp32 C */
             run_device_case(t, ctx, &U, N, 0, 0, BSK_F16, 1.0f, 0.5f, 1);  /* direct: beta */
+            /* op T (Aᵀ·B over the transpose index, the same tile and epilogue): columns with no block, tails */
+            run_device_case_op(t, ctx, BSK_OP_T, &A, N, 0, 0, BSK_F16, -0.5f, 0.0f, 1);
+            run_device_case_op(t, ctx, BSK_OP_T, &U, N, 8, 8, BSK_BF16, 1.0f, 0.0f, 1);
             bsk__hopper_tune.slot_epi = -1;
             run_device_case(t, ctx, &A, N, 0, 0, BSK_BF16, 0.75f, 0.0f, 1);
         }
@@ -217,6 +220,9 @@ BSK_TEST(gpu_hopper_spmm_b64_slot_epi)
                          NULL);
     spmm_gpu_cached_case(t, ctx, BSK_OP_N, &U, &dU, 264, 1.0f, 0.0f, "hopper-wgmma-b64p", &bsk__hopper_tune.out_prep, 1,
                          NULL);
+    for (int rep = 0; rep < 2; rep++) /* op T: the same tile by default, its own cached list */
+        spmm_gpu_cached_case(t, ctx, BSK_OP_T, &U, &dU, 1032, 0.5f, 0.0f, "hopper-wgmma-b64t", &bsk__hopper_tune.out_prep,
+                             rep == 0, NULL);
     REQUIRE_OK(bsk_set_pattern_cache(ctx, 0));
     bsk_bsr_free(&dU);
     bsk__hopper_tune = saved;

@@ -58,6 +58,7 @@ typedef Cfg<64, 128, 5, false> Cfg64;          /* split: tile 64 x 256, 40 KB st
 typedef Cfg<64, 128, 4, true> Cfg64t;          /* the same, 4 stages + 32 KB staging                            */
 typedef Cfg<64, 256, 3, false> Cfg64w;         /* split: tile 64 x 512, 72 KB stages, direct epilogue           */
 typedef Cfg<64, 256, 3, false, 1, false, false, 0, true> Cfg64ws; /* the same, C staged in the last ring slot  */
+typedef Cfg<64, 256, 3, false, 1, false, true, 0, true> Cfg64wsT;  /* op T: the same over the transpose index     */
 typedef Cfg<64, 256, 4, false, 1, true> Cfg64p;  /* paired rows: tile 128 x 256, <= 48 KB stages, direct epilogue */
 typedef Cfg<64, 256, 3, true, 1, true> Cfg64pt;  /* the same, 3 stages + 64 KB staging                          */
 typedef Cfg<64, 256, 4, true, 1, true, false, 2> Cfg64pt4; /* the same, 4 stages + 2 x 16 KB staging          */
@@ -321,6 +322,14 @@ bsk_status bsk_hopper_spmm(bsk_context *ctx, bsk_op op, float alpha, const bsk_b
     const int tma_epi = bsk__hopper_tune.epi == 0 && C->dtype != BSK_F32 && beta == 0.0f && C->cols % 8 == 0;
     const int ring4 = bsk__hopper_tune.ring4 == 2 || (bsk__hopper_tune.ring4 == 0 && RING4_DEFAULT);
     bsk_status s;
+    /* The 64 x 512 tile with C staged in its item's last ring slot: the default wherever its TMA store applies (16-bit
+       C, beta 0) and N fills a 512-column tile. Session 20 (hopper_probe --b64slot, H200, same run): 8192^3 uniform
+       d 0.1 / 0.25 / 0.5 E 0.607 / 0.646 / 0.665 vs the pair's 0.500 / 0.578 / 0.668, skewed 0.467 / 0.601 / 0.676 vs
+       0.475 / 0.579 / 0.675, 2048^3 +3 / +7 / +15 %. The bytes into each SM per MFLOP (17 vs 19 KB at d 0.1) are the
+       reason (bench/smem_ceiling_probe.cu); its direct epilogue had cost it the gain. */
+    const int wide64 = bsk__hopper_tune.b64_wgn == 256 ||
+                       (bsk__hopper_tune.b64_wgn == 0 && bsk__hopper_tune.b64_mode == 0 && B64_WIDE_DEFAULT && tma_epi &&
+                        bsk__hopper_tune.slot_epi >= 0 && C->cols >= 512);
     if (op == BSK_OP_T) {
         /* Aᵀ·B: the b128 and paired-b64 kernels over the transpose index (an empty pattern, which has no
            index, is left to the portable path: it only scales C) */
@@ -328,6 +337,9 @@ bsk_status bsk_hopper_spmm(bsk_context *ctx, bsk_op op, float alpha, const bsk_b
         if (b == 128 && tma_epi && ring4)
             return bf ? launch<Cfg128tT4, BSK_BF16>(ctx, st, A, B, alpha, beta, C, "hopper-wgmma-b128t")
                       : launch<Cfg128tT4, BSK_F16>(ctx, st, A, B, alpha, beta, C, "hopper-wgmma-b128t");
+        if (b == 64 && wide64 && tma_epi && bsk__hopper_tune.slot_epi >= 0) /* session 20: as op N below */
+            return bf ? launch<Cfg64wsT, BSK_BF16>(ctx, st, A, B, alpha, beta, C, "hopper-wgmma-b64t")
+                      : launch<Cfg64wsT, BSK_F16>(ctx, st, A, B, alpha, beta, C, "hopper-wgmma-b64t");
         if (b == 64 && tma_epi && ring4)
             return bf ? launch<Cfg64ptT4, BSK_BF16>(ctx, st, A, B, alpha, beta, C, "hopper-wgmma-b64pt")
                       : launch<Cfg64ptT4, BSK_F16>(ctx, st, A, B, alpha, beta, C, "hopper-wgmma-b64pt");
@@ -362,14 +374,6 @@ bsk_status bsk_hopper_spmm(bsk_context *ctx, bsk_op op, float alpha, const bsk_b
         return bf ? launch<Cfg128, BSK_BF16>(ctx, st, A, B, alpha, beta, C, "hopper-wgmma-b128")
                   : launch<Cfg128, BSK_F16>(ctx, st, A, B, alpha, beta, C, "hopper-wgmma-b128");
     }
-    /* The 64 x 512 tile with C staged in its item's last ring slot: the default wherever its TMA store applies (16-bit
-       C, beta 0) and N fills a 512-column tile. Session 20 (hopper_probe --b64slot, H200, same run): 8192^3 uniform
-       d 0.1 / 0.25 / 0.5 E 0.607 / 0.646 / 0.665 vs the pair's 0.500 / 0.578 / 0.668, skewed 0.467 / 0.601 / 0.676 vs
-       0.475 / 0.579 / 0.675, 2048^3 +3 / +7 / +15 %. The bytes into each SM per MFLOP (17 vs 19 KB at d 0.1) are the
-       reason (bench/smem_ceiling_probe.cu); its direct epilogue had cost it the gain. */
-    const int wide64 = bsk__hopper_tune.b64_wgn == 256 ||
-                       (bsk__hopper_tune.b64_wgn == 0 && bsk__hopper_tune.b64_mode == 0 && B64_WIDE_DEFAULT && tma_epi &&
-                        bsk__hopper_tune.slot_epi >= 0 && C->cols >= 512);
     if (wide64 && tma_epi && bsk__hopper_tune.slot_epi >= 0)
         return bf ? launch<Cfg64ws, BSK_BF16>(ctx, st, A, B, alpha, beta, C, "hopper-wgmma-b64")
                   : launch<Cfg64ws, BSK_F16>(ctx, st, A, B, alpha, beta, C, "hopper-wgmma-b64");

@@ -161,7 +161,7 @@ struct Cfg {
        into the next item). For the 64 x 512 tile (3 x 72 KB stages: no room for staging), whose direct epilogue cost
        it ~25 % at d 0.1 (bench/smem_ceiling_probe.cu, run 2). */
     static constexpr bool SLOTEPI = SLOTEPI_;
-    static_assert(!SLOTEPI_ || (BM_ == 64 && !PAIR_ && !EPI_ && CLUSTER_ == 1 && !TRANS_), "SLOTEPI: split BM 64");
+    static_assert(!SLOTEPI_ || (BM_ == 64 && !PAIR_ && !EPI_ && CLUSTER_ == 1), "SLOTEPI: split BM 64");
     static constexpr bool TMA_C = EPI_ || SLOTEPI_;   /* C written by TMA stores (needs the C tensor map)      */
     static constexpr int EPQ = EPQ_ > 0 ? EPQ_ : WGN_ / 64;
     static_assert((WGN_ / 64) % EPQ == 0, "EPQ divides the consumer's panels");
