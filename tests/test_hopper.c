@@ -207,9 +207,11 @@ BSK_TEST(gpu_hopper_spmm_b64_slot_epi)
             run_device_case(t, ctx, &A, N, 0, 0, BSK_BF16, 0.75f, 0.0f, 1);
         }
     }
-    /* the default chooses this tile for 16-bit C, beta 0, N >= 512 (the pair below 512 columns or with beta), and its
-       work list is cached per pattern: the first call runs the prep kernel, the second reuses the list */
+    /* the default chooses this tile for 16-bit C, beta 0, N >= 512 and >= 2 items per CTA (the pair below 512 columns,
+       with beta or with few items), and its work list is cached per pattern: the first call runs the prep kernel, the
+       second reuses the list */
     bsk__hopper_tune = saved;
+    bsk__hopper_tune.max_ctas = 4; /* >= 2 items per CTA: the rule's other condition (U: 21 rows x 3 tiles) */
     REQUIRE_OK(bsk_set_pattern_cache(ctx, 1));
     bsk_bsr dU;
     REQUIRE_OK(bsk_bsr_clone(&U, BSK_MEM_DEVICE, &dU));
@@ -223,6 +225,10 @@ BSK_TEST(gpu_hopper_spmm_b64_slot_epi)
     for (int rep = 0; rep < 2; rep++) /* op T: the same tile by default, its own cached list */
         spmm_gpu_cached_case(t, ctx, BSK_OP_T, &U, &dU, 1032, 0.5f, 0.0f, "hopper-wgmma-b64t", &bsk__hopper_tune.out_prep,
                              rep == 0, NULL);
+    bsk__hopper_tune.max_ctas = 0; /* the full grid: fewer than 2 items per SM, the pair again (its list of 5 tiles cached
+                                      by the beta call above) */
+    spmm_gpu_cached_case(t, ctx, BSK_OP_N, &U, &dU, 1032, 0.5f, 0.0f, "hopper-wgmma-b64p", &bsk__hopper_tune.out_prep, 0,
+                         NULL);
     REQUIRE_OK(bsk_set_pattern_cache(ctx, 0));
     bsk_bsr_free(&dU);
     bsk__hopper_tune = saved;

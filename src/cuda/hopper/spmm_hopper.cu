@@ -326,10 +326,16 @@ bsk_status bsk_hopper_spmm(bsk_context *ctx, bsk_op op, float alpha, const bsk_b
        C, beta 0) and N fills a 512-column tile. Session 20 (hopper_probe --b64slot, H200, same run): 8192^3 uniform
        d 0.1 / 0.25 / 0.5 E 0.607 / 0.646 / 0.665 vs the pair's 0.500 / 0.578 / 0.668, skewed 0.467 / 0.601 / 0.676 vs
        0.475 / 0.579 / 0.675, 2048^3 +3 / +7 / +15 %. The bytes into each SM per MFLOP (17 vs 19 KB at d 0.1) are the
-       reason (bench/smem_ceiling_probe.cu); its direct epilogue had cost it the gain. */
+       reason (bench/smem_ceiling_probe.cu); its direct epilogue had cost it the gain. Only with >= 2 items (rows of
+       A or Aᵀ x 512-column tiles) per CTA: at 2048^3 (one item per SM) skewed rows lost 11-15 % (--b64slot2; the
+       longest item decides, the pair's items are half as long), uniform ones gained 5-13 %. */
+    const int64_t units64 = op == BSK_OP_T ? (A->cols + 63) / 64 : (A->rows + 63) / 64;
+    const int grid64 = bsk__hopper_tune.max_ctas > 0 && bsk__hopper_tune.max_ctas < st->sms ? bsk__hopper_tune.max_ctas
+                                                                                            : st->sms;
     const int wide64 = bsk__hopper_tune.b64_wgn == 256 ||
                        (bsk__hopper_tune.b64_wgn == 0 && bsk__hopper_tune.b64_mode == 0 && B64_WIDE_DEFAULT && tma_epi &&
-                        bsk__hopper_tune.slot_epi >= 0 && C->cols >= 512);
+                        bsk__hopper_tune.slot_epi >= 0 && C->cols >= 512 &&
+                        units64 * ((C->cols + 511) / 512) >= 2 * (int64_t)grid64);
     if (op == BSK_OP_T) {
         /* Aᵀ·B: the b128 and paired-b64 kernels over the transpose index (an empty pattern, which has no
            index, is left to the portable path: it only scales C) */
