@@ -16,7 +16,8 @@ struct bsk_hopper_tune_s bsk__hopper_tune;
    measured 1.5x slower on an H100 (run 4), so it runs only when bsk__hopper_tune.cluster asks for it. */
 static const int CLUSTER_DEFAULT = 0;
 /* BM = 64: paired block rows (B panels shared by the two rows of a tile) unless the knob asks for the split
-   64 x 256 tile (run 5: pair 0.641 vs split 0.540 at d = 0.5, equal at d = 0.1). L2 prefetch lead in stages
+   64 x 256 tile (run 5: pair 0.641 vs split 0.540 at d = 0.5, equal at d = 0.1) or the 64 x 512 rule below
+   (B64_WIDE_DEFAULT) applies. L2 prefetch lead in stages
    (0: off). */
 static const int B64_PAIR_DEFAULT = 1;
 /* BM = 64 with 16-bit C, beta 0, N >= 512: the 64 x 512 tile with the slot-staged TMA store (session 20) before the
