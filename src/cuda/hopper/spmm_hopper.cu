@@ -337,6 +337,7 @@ bsk_status bsk_hopper_spmm(bsk_context *ctx, bsk_op op, float alpha, const bsk_b
                        (bsk__hopper_tune.b64_wgn == 0 && bsk__hopper_tune.b64_mode == 0 && B64_WIDE_DEFAULT && tma_epi &&
                         bsk__hopper_tune.slot_epi >= 0 && C->cols >= 512 &&
                         units64 * ((C->cols + 511) / 512) >= 2 * (int64_t)grid64);
+    const int slot64 = wide64 && tma_epi && bsk__hopper_tune.slot_epi >= 0; /* forced 64 x 512 too: only where its store applies */
     if (op == BSK_OP_T) {
         /* Aᵀ·B: the b128 and paired-b64 kernels over the transpose index (an empty pattern, which has no
            index, is left to the portable path: it only scales C) */
@@ -344,7 +345,7 @@ bsk_status bsk_hopper_spmm(bsk_context *ctx, bsk_op op, float alpha, const bsk_b
         if (b == 128 && tma_epi && ring4)
             return bf ? launch<Cfg128tT4, BSK_BF16>(ctx, st, A, B, alpha, beta, C, "hopper-wgmma-b128t")
                       : launch<Cfg128tT4, BSK_F16>(ctx, st, A, B, alpha, beta, C, "hopper-wgmma-b128t");
-        if (b == 64 && wide64 && tma_epi && bsk__hopper_tune.slot_epi >= 0) /* session 20: as op N below */
+        if (b == 64 && slot64) /* session 20: as op N below */
             return bf ? launch<Cfg64wsT, BSK_BF16>(ctx, st, A, B, alpha, beta, C, "hopper-wgmma-b64t")
                       : launch<Cfg64wsT, BSK_F16>(ctx, st, A, B, alpha, beta, C, "hopper-wgmma-b64t");
         if (b == 64 && tma_epi && ring4)
@@ -381,7 +382,7 @@ bsk_status bsk_hopper_spmm(bsk_context *ctx, bsk_op op, float alpha, const bsk_b
         return bf ? launch<Cfg128, BSK_BF16>(ctx, st, A, B, alpha, beta, C, "hopper-wgmma-b128")
                   : launch<Cfg128, BSK_F16>(ctx, st, A, B, alpha, beta, C, "hopper-wgmma-b128");
     }
-    if (wide64 && tma_epi && bsk__hopper_tune.slot_epi >= 0)
+    if (slot64)
         return bf ? launch<Cfg64ws, BSK_BF16>(ctx, st, A, B, alpha, beta, C, "hopper-wgmma-b64")
                   : launch<Cfg64ws, BSK_F16>(ctx, st, A, B, alpha, beta, C, "hopper-wgmma-b64");
     if (bsk__hopper_tune.b64_wgn == 256)
