@@ -337,7 +337,8 @@ bsk_status bsk_hopper_spmm(bsk_context *ctx, bsk_op op, float alpha, const bsk_b
                        (bsk__hopper_tune.b64_wgn == 0 && bsk__hopper_tune.b64_mode == 0 && B64_WIDE_DEFAULT && tma_epi &&
                         bsk__hopper_tune.slot_epi >= 0 && C->cols >= 512 &&
                         units64 * ((C->cols + 511) / 512) >= 2 * (int64_t)grid64);
-    const int slot64 = wide64 && tma_epi && bsk__hopper_tune.slot_epi >= 0; /* forced 64 x 512 too: only where its store applies */
+    /* the slot epilogue (also for a forced 64 x 512 tile) only where its TMA store applies */
+    const int slot64 = wide64 && tma_epi && bsk__hopper_tune.slot_epi >= 0;
     if (op == BSK_OP_T) {
         /* Aᵀ·B: the b128 and paired-b64 kernels over the transpose index (an empty pattern, which has no
            index, is left to the portable path: it only scales C) */
