@@ -28,6 +28,8 @@ struct PP {
     int mode, stages, iters;
     int w0;           /* 1: wgmma_wait<0> and release per stage (the b64 / b128 kernels); 0: wait<1>, release the previous */
     int L;            /* stages per item (0: one item): after L stages each consumer stores its 64 x 256 tile (fp16) to C */
+    int cl, mc;       /* session 21: clusters of cl CTAs (1, 2, 4); mc 1: the A tile is the same in every CTA of a cluster,
+                         each of its 8 KB boxes loaded once and multicast to all; 2: the same for B; 0: no sharing */
     __half *C;
     int a_rt, a_ct;   /* A tiles: rows / 64 and cols / 64 in range             */
     int b_kt, b_nt;   /* B: 64-row k-blocks and 256-column tiles in range       */
@@ -63,33 +65,55 @@ __global__ void __launch_bounds__(384, 1) k_ceiling(const __grid_constant__ CUte
     if (threadIdx.x == 0) {
         for (int s = 0; s < S; ++s) {
             mbar_init(bars + 8 * s, 1);
-            mbar_init(bars + 8 * (S + s), p.mode == 2 || p.mode == 3 ? 2 : 1);
+            /* with clusters every consumer of the cluster releases the slot in every CTA: a multicast refill
+               writes into the peers' slots too */
+            mbar_init(bars + 8 * (S + s), (p.mode == 2 || p.mode == 3 ? 2 : 1) * p.cl);
         }
         mbar_init_fence();
     }
-    __syncthreads();
+    if (p.cl > 1) cluster_sync(); /* the peers' barriers exist before anyone multicasts or arrives on them */
+    else __syncthreads();
+    const uint32_t rank = p.cl > 1 ? cluster_ctarank() : 0u;
+    const unsigned cid = blockIdx.x / (unsigned)p.cl; /* the cluster: its shared operand's tiles */
+    const uint16_t all = (uint16_t)((1u << p.cl) - 1u);
     const long long c0 = clock64();
     const unsigned long long g0 = gtimer();
     if (wg == 0) {
         if (threadIdx.x == 0) {
             for (int it = 0; it < p.iters; ++it) {
                 const int s = it % S;
-                if (it >= S) mbar_wait(bars + 8 * (S + s), ((it / S) & 1) ^ 1);
-                const unsigned h = hmix(p.seed ^ hmix(blockIdx.x * 1000003u + it));
-                const unsigned h2 = hmix(h + 0x9e3779b9u);
+                if (it >= S) {
+                    if (p.cl > 1) mbar_wait_cluster(bars + 8 * (S + s), ((it / S) & 1) ^ 1);
+                    else mbar_wait(bars + 8 * (S + s), ((it / S) & 1) ^ 1);
+                }
+                const unsigned own = hmix(p.seed ^ hmix(blockIdx.x * 1000003u + it));
+                const unsigned shr = hmix(p.seed ^ hmix(cid * 7919u + 0x5bd1e995u + it));
+                const unsigned h = p.mc == 1 ? shr : own;                      /* A's tile */
+                const unsigned h2 = hmix((p.mc == 2 ? shr : own) + 0x9e3779b9u); /* B's tile */
                 const int ar = (int)(h % (unsigned)p.a_rt), ac = (int)((h >> 8) % (unsigned)p.a_ct);
                 const int bk = (int)(h2 % (unsigned)p.b_kt), bn = (int)((h2 >> 12) % (unsigned)p.b_nt);
                 const uint32_t full = bars + 8 * s;
                 mbar_arrive_expect_tx(full, (uint32_t)stage_tx(p.mode));
-                tma_load_2d(sA + s * SA, &tmA, full, ac * 64, ar * 64);
-                if (p.mode == 2) tma_load_2d(sA + s * SA + 8192, &tmA, full, ac * 64, ((ar + 1) % p.a_rt) * 64);
-                for (int q = 0; q < SB / 8192; ++q)
-                    tma_load_2d(sB + s * SB + q * 8192, &tmB, full, (bn * (SB / 8192) + q) * 64, bk * 64);
+                for (int q = 0; q < SA / 8192; ++q) {
+                    const int r = ((ar + q) % p.a_rt) * 64;
+                    if (p.mc != 1) tma_load_2d(sA + s * SA + q * 8192, &tmA, full, ac * 64, r);
+                    else if (q % p.cl == (int)rank) tma_load_2d_mc(sA + s * SA + q * 8192, &tmA, full, ac * 64, r, all);
+                }
+                for (int q = 0; q < SB / 8192; ++q) {
+                    const int c = (bn * (SB / 8192) + q) * 64;
+                    if (p.mc != 2) tma_load_2d(sB + s * SB + q * 8192, &tmB, full, c, bk * 64);
+                    else if (q % p.cl == (int)rank) tma_load_2d_mc(sB + s * SB + q * 8192, &tmB, full, c, bk * 64, all);
+                }
             }
         }
         return;
     }
     const int c = wg - 1;
+    auto release = [&](int st) { /* this consumer is done with slot st (in every CTA of the cluster) */
+        if (p.cl == 1) mbar_arrive(bars + 8 * (S + st));
+        else
+            for (int r = 0; r < p.cl; ++r) mbar_arrive_cluster(mapa(bars + 8 * (S + st), (uint32_t)r));
+    };
     float acc[128]; /* no zero fill: a non-wgmma write of the accumulators serialises the wgmmas (C7515); the first
                        wgmma of a consumer starts them with scale_d = 0 */
     int prev = -1; /* this consumer's previous stage, released once its wgmmas are done */
@@ -100,7 +124,7 @@ __global__ void __launch_bounds__(384, 1) k_ceiling(const __grid_constant__ CUte
         const int s = it % S;
         mbar_wait(bars + 8 * s, (it / S) & 1);
         if (p.mode == 0) {
-            if (t == 0) mbar_arrive(bars + 8 * (S + s));
+            if (t == 0) release(s);
             continue;
         }
         const uint64_t dA = smem_desc(sA + s * SA + (p.mode == 2 ? c * 8192 : 0), 16, 1024);
@@ -113,16 +137,16 @@ __global__ void __launch_bounds__(384, 1) k_ceiling(const __grid_constant__ CUte
         fresh = 0;
         if (p.w0) {
             wgmma_wait<0>();
-            if (t == 0) mbar_arrive(bars + 8 * (S + s));
+            if (t == 0) release(s);
         } else {
             wgmma_wait<1>();
-            if (prev >= 0 && t == 0) mbar_arrive(bars + 8 * (S + prev));
+            if (prev >= 0 && t == 0) release(prev);
             prev = s;
         }
         const int step = p.mode == 1 ? 2 : 1; /* this consumer's next stage is it + step */
         if (p.L > 0 && (it + step) / p.L != it / p.L) { /* the item's epilogue: 64 x 256 fp16 from the accumulators */
             wgmma_wait<0>();
-            if (prev >= 0 && t == 0) mbar_arrive(bars + 8 * (S + prev));
+            if (prev >= 0 && t == 0) release(prev);
             prev = -1;
             const unsigned hh = hmix(p.seed + 7u * blockIdx.x + 131u * (unsigned)it);
             const int r0 = (int)(hh % 128u) * 64 + 16 * (t / 32) + (t % 32) / 4, c0 = (int)((hh >> 8) % 32u) * 256;
@@ -136,7 +160,7 @@ __global__ void __launch_bounds__(384, 1) k_ceiling(const __grid_constant__ CUte
         }
     }
     wgmma_wait<0>();
-    if (prev >= 0 && t == 0) mbar_arrive(bars + 8 * (S + prev));
+    if (prev >= 0 && t == 0) release(prev);
     float sum = 0.f;
 #pragma unroll
     for (int i = 0; i < 128; ++i) sum += acc[i];
@@ -145,6 +169,8 @@ __global__ void __launch_bounds__(384, 1) k_ceiling(const __grid_constant__ CUte
         p.clk[0] = clock64() - c0;
         p.clk[1] = (long long)(gtimer() - g0);
     }
+    if (p.cl > 1) cluster_sync(); /* no CTA leaves while a peer may still arrive on its barriers (the producer
+                                     warpgroup has exited: barrier.cluster waits for non-exited threads only) */
 }
 
 struct Launch {
@@ -155,7 +181,18 @@ struct Launch {
 static void run_launch(void *a)
 {
     Launch *l = (Launch *)a;
-    k_ceiling<<<l->ctas, 384, l->smem>>>(l->tmA, l->tmB, l->p);
+    cudaLaunchConfig_t cfg = {};
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = (unsigned)l->p.cl;
+    attr[0].val.clusterDim.y = 1;
+    attr[0].val.clusterDim.z = 1;
+    cfg.gridDim = dim3((unsigned)l->ctas);
+    cfg.blockDim = dim3(384);
+    cfg.dynamicSmemBytes = (size_t)l->smem;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    CK(cudaLaunchKernelEx(&cfg, k_ceiling, l->tmA, l->tmB, l->p));
 }
 
 int main(int argc, char **argv)
@@ -197,23 +234,42 @@ int main(int argc, char **argv)
     const double tg = probe_time(probe_run_gemm, &g, reps, flush, 256u << 20, e0, e1, NULL);
     const double cublas = 2.0 * n * n * (double)n / (tg * 1e9);
     printf("device %s, %d SMs; cuBLAS fp16 8192^3: %.1f TFLOPS\n", prop.name, prop.multiProcessorCount, cublas);
-    printf("%-5s %-4s %-6s %-3s %-3s %-4s %9s %7s %8s %8s %6s\n", "mode", "ws", "CTAs", "S", "w0", "L", "TFLOPS", "E",
-           "inB/clk", "rdB/clk", "MHz");
+    printf("%-5s %-4s %-6s %-3s %-3s %-4s %-3s %-3s %9s %7s %8s %8s %8s %6s\n", "mode", "ws", "CTAs", "S", "w0", "L",
+           "cl", "mc", "TFLOPS", "E", "inB/clk", "l2B/clk", "rdB/clk", "MHz");
 
-    /* run 1 (session 20): ingress alone, the ring depths, the SM count, the working set; run 2: wait_group 0 per stage
-       and items of L stages with an epilogue, as the real kernels run them */
-    static const struct { int mode, ws, ctas, S, w0, L; } cfg[] = {
-        {0, 0, 132, 4, 0, 0}, {0, 0, 33, 4, 0, 0},
-        {2, 0, 132, 4, 0, 0}, {2, 0, 132, 4, 1, 0}, {2, 0, 132, 4, 1, 13}, {2, 0, 132, 4, 1, 26},
-        {1, 0, 132, 4, 0, 0}, {1, 0, 132, 4, 1, 0}, {1, 0, 132, 4, 1, 13}, {1, 0, 132, 4, 1, 25},
-        {3, 0, 132, 3, 0, 0}, {3, 0, 132, 3, 1, 0}, {3, 0, 132, 3, 0, 13}, {3, 0, 132, 3, 1, 13},
-        {3, 0, 132, 3, 1, 32}, {3, 1, 132, 3, 1, 13}, {3, 0, 132, 2, 1, 0},
+    /* session 20 run 1: ingress alone, the ring depths, the SM count, the working set; run 2: wait_group 0 per stage
+       and items of L stages with an epilogue, as the real kernels run them (those rows: git show e238895:bench/...).
+       Session 21: does sharing one operand across a cluster by multicast (what cuBLAS's 1 x 2 clusters do) raise
+       the ~38 B/clk per-SM ceiling of the 128 x 256 tile? mc 1 = A shared (the b128 SpMM's option: two N tiles of
+       one block row), mc 2 = B shared (cuBLAS's; SpMM only for rows with the same columns). */
+    static const struct { int mode, ws, ctas, S, w0, L, cl, mc; } cfg[] = {
+        {0, 0, 132, 4, 0, 0, 1, 0}, {0, 0, 132, 4, 0, 0, 2, 2}, {0, 0, 132, 4, 0, 0, 4, 2},
+        {2, 0, 132, 4, 1, 0, 1, 0}, {2, 0, 132, 4, 1, 0, 2, 0}, {2, 0, 132, 4, 1, 0, 2, 1}, {2, 0, 132, 4, 1, 0, 2, 2},
+        {2, 0, 132, 4, 1, 0, 4, 1}, {2, 0, 132, 4, 1, 0, 4, 2}, {2, 0, 132, 3, 1, 0, 2, 1}, {2, 0, 132, 4, 1, 26, 2, 1},
+        {2, 0, 132, 4, 1, 26, 1, 0}, {2, 2, 132, 4, 1, 0, 1, 0}, {2, 2, 132, 4, 1, 0, 2, 1},
+        {3, 0, 132, 3, 1, 0, 1, 0}, {3, 0, 132, 3, 1, 0, 2, 1},
     };
     for (size_t i = 0; i < sizeof cfg / sizeof cfg[0]; ++i) {
         Launch l;
         const int mode = cfg[i].mode, ws = cfg[i].ws;
         l.ctas = cfg[i].ctas > prop.multiProcessorCount ? prop.multiProcessorCount : cfg[i].ctas;
         l.smem = 1024 + cfg[i].S * stage_tx(mode) + 2 * 8 * cfg[i].S;
+        if (cfg[i].cl > 1) { /* as many whole clusters as fit at once (a GPC with an odd SM count leaves one out) */
+            cudaLaunchConfig_t oc = {};
+            cudaLaunchAttribute at[1];
+            at[0].id = cudaLaunchAttributeClusterDimension;
+            at[0].val.clusterDim.x = (unsigned)cfg[i].cl;
+            at[0].val.clusterDim.y = at[0].val.clusterDim.z = 1;
+            oc.gridDim = dim3((unsigned)(l.ctas / cfg[i].cl * cfg[i].cl));
+            oc.blockDim = dim3(384);
+            oc.dynamicSmemBytes = (size_t)l.smem;
+            oc.attrs = at;
+            oc.numAttrs = 1;
+            int ncl = 0;
+            CK(cudaOccupancyMaxActiveClusters(&ncl, k_ceiling, &oc));
+            if (ncl * cfg[i].cl < l.ctas) l.ctas = ncl * cfg[i].cl;
+            l.ctas = l.ctas / cfg[i].cl * cfg[i].cl;
+        }
         /* ws 0: A 8 MB (8192 x 512) + B 16 MB (1024 x 8192): L2-resident; 1: A 16 MB + B 64 MB (4096 rows);
            2: A 32 MB + B 128 MB (all of it: like a d 0.1 SpMM's B, without its reuse order) */
         const int a_cols = ws == 0 ? 512 : ws == 1 ? 1024 : 2048, b_rows = ws == 0 ? 1024 : ws == 1 ? 4096 : 8192;
@@ -226,6 +282,8 @@ int main(int argc, char **argv)
         l.p.stages = cfg[i].S;
         l.p.w0 = cfg[i].w0;
         l.p.L = cfg[i].L;
+        l.p.cl = cfg[i].cl;
+        l.p.mc = cfg[i].mc;
         l.p.C = (__half *)C;
         l.p.iters = iters;
         l.p.a_rt = n / 64;
@@ -241,12 +299,13 @@ int main(int argc, char **argv)
         const double mhz = hc[1] > 0 ? 1e3 * (double)hc[0] / (double)hc[1] : 0.0;
         const double stages = (double)iters * l.ctas;
         const double flop = mode == 0 ? 0.0 : stages * (mode == 1 ? 2.0 * 64 * 256 * 64 : 4.0 * 64 * 256 * 64);
+        const double shared = cfg[i].mc == 1 ? slot_a(mode) : cfg[i].mc == 2 ? slot_b(mode) : 0;
+        const double l2b = stages * (stage_tx(mode) - shared * (cfg[i].cl - 1) / cfg[i].cl); /* read from L2 */
         const double inb = stages * stage_tx(mode), rdb = mode == 0 ? 0.0 : stages * (mode == 1 ? 40960.0 : 81920.0);
         const double clks = tm * 1e-3 * mhz * 1e6 * l.ctas;
         const double tf = flop / (tm * 1e9);
-        printf("%-5d %-4d %-6d %-3d %-3d %-4d %9.1f %7.3f %8.1f %8.1f %6.0f\n", mode, ws, l.ctas, cfg[i].S, cfg[i].w0,
-               cfg[i].L, tf, tf / cublas,
-               inb / clks, rdb / clks, mhz);
+        printf("%-5d %-4d %-6d %-3d %-3d %-4d %-3d %-3d %9.1f %7.3f %8.1f %8.1f %8.1f %6.0f\n", mode, ws, l.ctas, cfg[i].S,
+               cfg[i].w0, cfg[i].L, cfg[i].cl, cfg[i].mc, tf, tf / cublas, inb / clks, l2b / clks, rdb / clks, mhz);
     }
     const double tg2 = probe_time(probe_run_gemm, &g, reps, flush, 256u << 20, e0, e1, NULL);
     printf("cuBLAS again: %.1f TFLOPS\n", 2.0 * n * n * (double)n / (tg2 * 1e9));
