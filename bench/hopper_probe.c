@@ -9,6 +9,8 @@
    skewed, d 0.1 / 0.25 / 0.5 (the data for the default's choice between them).
    --b64slot (session 20): the 64 x 512 tile with C staged in its item's last ring slot against its direct epilogue,
    the pair and the 64 x 256 split, at 8192^3 (uniform, skewed), MoE (both) and 2048^3, alternated.
+   --b64split (session 21): the 64 x 512 tile with the long-row split, partition queues and automatic L2 hints
+   (the b128 kernel's CAN_SPLIT machinery) against session 20's, and at 2048^3 against the pair (use --nodefault).
    Built and run by bench/hopper_probe.sh on the device machine. Not part of the library. */
 #include <math.h>
 #include <stdio.h>
@@ -78,7 +80,7 @@ static void print_prof(spmm_arg *sa)
 
 int main(int argc, char **argv)
 {
-    int b64tile = 0, b64sweep = 0, b64slot = 0, quick = 0, variants = 0, cf32 = 0, ncu = 0, d1 = 0, ring4 = 0, bands = 0, prof = 0, skew = 0, tall = 0, fin = 0, mc = 0, hint = 0, partcheck = 0,
+    int b64tile = 0, b64sweep = 0, b64slot = 0, b64split = 0, quick = 0, variants = 0, cf32 = 0, ncu = 0, d1 = 0, ring4 = 0, bands = 0, prof = 0, skew = 0, tall = 0, fin = 0, mc = 0, hint = 0, partcheck = 0,
         part = 0,
         s7 = 0, fabric = 0, fabric2 = 0;
     const char *part_file = NULL;
@@ -106,6 +108,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--final")) fin = 1; /* b128 uniform / skewed defaults, few-rows shapes split / not */
         else if (!strcmp(argv[i], "--b64slot2")) b64slot = 2;
         else if (!strcmp(argv[i], "--b64slot")) b64slot = 1; /* session 20: 64 x 512 with C staged in the last slot */
+        else if (!strcmp(argv[i], "--b64split")) b64split = 1; /* session 21: the split / partition queues on 64 x 512 */
         else if (!strcmp(argv[i], "--b64sweep")) b64sweep = 1; /* session 19: the b64 tiles over shapes and patterns */
         else if (!strcmp(argv[i], "--b64tile")) b64tile = 1; /* session 18: b64 paired 128 x 256 vs split 64 x 512 / 64 x 256 */
         else if (!strcmp(argv[i], "--ring4")) ring4 = 1; /* 4 ring stages + two store rounds vs 3 + one */   /* add the full pattern (d = 1): the kernel as a dense GEMM */
@@ -168,7 +171,7 @@ int main(int argc, char **argv)
                ps ? bsk_status_string(ps) : "ok", ps ? 0 : dt[1024], n1, n);
     }
     /* --b64sweep's and --b64slot's MoE shape (32768 x 4096 x 4096) needs 2^27-element A and C buffers */
-    const size_t big = b64sweep || b64slot ? (size_t)1 << 27 : 0;
+    const size_t big = b64sweep || b64slot || b64split ? (size_t)1 << 27 : 0;
     const size_t nAK = (size_t)(M_ * K_) > big ? (size_t)(M_ * K_) : big, nKN = (size_t)(K_ * N_),
                  nMN = (size_t)(M_ * N_) > big ? (size_t)(M_ * N_) : big;
     uint16_t *hbuf = (uint16_t *)malloc((nAK > nKN ? nAK : nKN) * 2);
@@ -288,6 +291,34 @@ int main(int argc, char **argv)
                             .b64m = v ? 1 : 2, .b64w = v == 1 ? 256 : 0,
                             .tag = v == 0 ? "pair 128x256" : v == 1 ? "split 64x512" : "split 64x256");
                     }
+    }
+    if (b64split) { /* session 21: the 64 x 512 slot tile got the b128 kernel's CAN_SPLIT machinery (long-row split,
+                       partition queues on skewed rows, automatic L2 hints on short rows). "old" = all three off (the
+                       session 20 kernel), "new" = the defaults, "L 16" = a forced split; 2048^3 with the tile forced
+                       against the pair (the default there). Alternated A B C C B A per point. */
+        static const int64_t sh[3][3] = {{0, 0, 0}, {32768, 4096, 4096}, {2048, 2048, 2048}};
+        for (int q = 0; q < 3; q++)
+            for (int sk = 0; sk < 2; sk++)
+                for (int di = 0; di < 3; di++) {
+                    if (q < 2 && (di == 2 || (q == 1 && di == 1) || (!sk && di == 1))) continue;
+                    for (int r = 0; r < 6; r++) {
+                        const int v = r < 3 ? r : 5 - r;
+                        if (q < 2) {
+                            if (v == 0) ADD(.b = 64, .d = ds[di], .skew = sk, .m = sh[q][0], .n = sh[q][1], .k = sh[q][2],
+                                            .part = -1, .l2h = -1, .split = -1, .tag = "64x512 old");
+                            else if (v == 1) ADD(.b = 64, .d = ds[di], .skew = sk, .m = sh[q][0], .n = sh[q][1],
+                                                 .k = sh[q][2], .tag = "64x512 new");
+                            else ADD(.b = 64, .d = ds[di], .skew = sk, .m = sh[q][0], .n = sh[q][1], .k = sh[q][2],
+                                     .split = 16, .tag = "64x512 new, L 16");
+                        } else {
+                            if (v == 0) ADD(.b = 64, .d = ds[di], .skew = sk, .m = 2048, .n = 2048, .k = 2048, .tag = "default (pair)");
+                            else if (v == 1) ADD(.b = 64, .d = ds[di], .skew = sk, .m = 2048, .n = 2048, .k = 2048,
+                                                 .b64w = 256, .part = -1, .l2h = -1, .split = -1, .tag = "64x512 old");
+                            else ADD(.b = 64, .d = ds[di], .skew = sk, .m = 2048, .n = 2048, .k = 2048, .b64w = 256,
+                                     .tag = "64x512 new");
+                        }
+                    }
+                }
     }
     if (b64slot) { /* session 20: the 64 x 512 tile's C staged in its last ring slot (TMA store) against its direct
                       epilogue, the pair and the 64 x 256 split; per shape, pattern, density, alternated A B C D D C B A */

@@ -30,6 +30,8 @@ struct PP {
     int L;            /* stages per item (0: one item): after L stages each consumer stores its 64 x 256 tile (fp16) to C */
     int cl, mc;       /* session 21: clusters of cl CTAs (1, 2, 4); mc 1: the A tile is the same in every CTA of a cluster,
                          each of its 8 KB boxes loaded once and multicast to all; 2: the same for B; 0: no sharing */
+    int rel_cl;       /* clusters: consumers release the peers' slots with a cluster-scope release (session 21's first
+                         run: MEMBAR.ALL.GPU per arrival) instead of the bare remote arrive */
     __half *C;
     int a_rt, a_ct;   /* A tiles: rows / 64 and cols / 64 in range             */
     int b_kt, b_nt;   /* B: 64-row k-blocks and 256-column tiles in range       */
@@ -83,8 +85,8 @@ __global__ void __launch_bounds__(384, 1) k_ceiling(const __grid_constant__ CUte
             for (int it = 0; it < p.iters; ++it) {
                 const int s = it % S;
                 if (it >= S) {
-                    if (p.cl > 1) mbar_wait_cluster(bars + 8 * (S + s), ((it / S) & 1) ^ 1);
-                    else mbar_wait(bars + 8 * (S + s), ((it / S) & 1) ^ 1);
+                    if (p.cl > 1 && p.rel_cl) mbar_wait_cluster(bars + 8 * (S + s), ((it / S) & 1) ^ 1);
+                    else mbar_wait(bars + 8 * (S + s), ((it / S) & 1) ^ 1); /* CTA scope: the slot was only read */
                 }
                 const unsigned own = hmix(p.seed ^ hmix(blockIdx.x * 1000003u + it));
                 const unsigned shr = hmix(p.seed ^ hmix(cid * 7919u + 0x5bd1e995u + it));
@@ -112,7 +114,10 @@ __global__ void __launch_bounds__(384, 1) k_ceiling(const __grid_constant__ CUte
     auto release = [&](int st) { /* this consumer is done with slot st (in every CTA of the cluster) */
         if (p.cl == 1) mbar_arrive(bars + 8 * (S + st));
         else
-            for (int r = 0; r < p.cl; ++r) mbar_arrive_cluster(mapa(bars + 8 * (S + st), (uint32_t)r));
+            for (int r = 0; r < p.cl; ++r) {
+                if (p.rel_cl) mbar_arrive_cluster(mapa(bars + 8 * (S + st), (uint32_t)r)); /* MEMBAR.ALL.GPU first */
+                else mbar_arrive_remote(mapa(bars + 8 * (S + st), (uint32_t)r));
+            }
     };
     float acc[128]; /* no zero fill: a non-wgmma write of the accumulators serialises the wgmmas (C7515); the first
                        wgmma of a consumer starts them with scale_d = 0 */
@@ -177,10 +182,15 @@ struct Launch {
     CUtensorMap tmA, tmB;
     PP p;
     int ctas, smem;
+    int ex; /* cl 1: 0 = <<< >>> launch, 1 = cudaLaunchKernelEx with a cluster dimension of 1 */
 };
 static void run_launch(void *a)
 {
     Launch *l = (Launch *)a;
+    if (l->p.cl == 1 && !l->ex) { /* session 20's launch */
+        k_ceiling<<<l->ctas, 384, l->smem>>>(l->tmA, l->tmB, l->p);
+        return;
+    }
     cudaLaunchConfig_t cfg = {};
     cudaLaunchAttribute attr[1];
     attr[0].id = cudaLaunchAttributeClusterDimension;
@@ -234,20 +244,21 @@ int main(int argc, char **argv)
     const double tg = probe_time(probe_run_gemm, &g, reps, flush, 256u << 20, e0, e1, NULL);
     const double cublas = 2.0 * n * n * (double)n / (tg * 1e9);
     printf("device %s, %d SMs; cuBLAS fp16 8192^3: %.1f TFLOPS\n", prop.name, prop.multiProcessorCount, cublas);
-    printf("%-5s %-4s %-6s %-3s %-3s %-4s %-3s %-3s %9s %7s %8s %8s %8s %6s\n", "mode", "ws", "CTAs", "S", "w0", "L",
-           "cl", "mc", "TFLOPS", "E", "inB/clk", "l2B/clk", "rdB/clk", "MHz");
+    printf("%-5s %-4s %-6s %-3s %-3s %-4s %-3s %-3s %-3s %-3s %9s %7s %8s %8s %8s %6s\n", "mode", "ws", "CTAs", "S", "w0", "L",
+           "cl", "mc", "rel", "ex", "TFLOPS", "E", "inB/clk", "l2B/clk", "rdB/clk", "MHz");
 
     /* session 20 run 1: ingress alone, the ring depths, the SM count, the working set; run 2: wait_group 0 per stage
        and items of L stages with an epilogue, as the real kernels run them (those rows: git show e238895:bench/...).
        Session 21: does sharing one operand across a cluster by multicast (what cuBLAS's 1 x 2 clusters do) raise
        the ~38 B/clk per-SM ceiling of the 128 x 256 tile? mc 1 = A shared (the b128 SpMM's option: two N tiles of
        one block row), mc 2 = B shared (cuBLAS's; SpMM only for rows with the same columns). */
-    static const struct { int mode, ws, ctas, S, w0, L, cl, mc; } cfg[] = {
-        {0, 0, 132, 4, 0, 0, 1, 0}, {0, 0, 132, 4, 0, 0, 2, 2}, {0, 0, 132, 4, 0, 0, 4, 2},
-        {2, 0, 132, 4, 1, 0, 1, 0}, {2, 0, 132, 4, 1, 0, 2, 0}, {2, 0, 132, 4, 1, 0, 2, 1}, {2, 0, 132, 4, 1, 0, 2, 2},
-        {2, 0, 132, 4, 1, 0, 4, 1}, {2, 0, 132, 4, 1, 0, 4, 2}, {2, 0, 132, 3, 1, 0, 2, 1}, {2, 0, 132, 4, 1, 26, 2, 1},
-        {2, 0, 132, 4, 1, 26, 1, 0}, {2, 2, 132, 4, 1, 0, 1, 0}, {2, 2, 132, 4, 1, 0, 2, 1},
-        {3, 0, 132, 3, 1, 0, 1, 0}, {3, 0, 132, 3, 1, 0, 2, 1},
+    static const struct { int mode, ws, ctas, S, w0, L, cl, mc, rel_cl, ex; } cfg[] = {
+        {0, 3, 132, 4, 0, 0, 1, 0, 0, 0}, {0, 0, 132, 4, 0, 0, 1, 0, 0, 0}, {0, 3, 132, 4, 0, 0, 2, 2, 0, 1},
+        {2, 3, 132, 4, 1, 0, 1, 0, 0, 0}, {2, 3, 132, 4, 1, 0, 2, 0, 0, 1}, {2, 3, 132, 4, 1, 0, 2, 1, 0, 1},
+        {2, 3, 132, 4, 1, 0, 2, 2, 0, 1}, {2, 3, 132, 4, 1, 0, 4, 1, 0, 1}, {2, 3, 132, 4, 1, 0, 4, 2, 0, 1},
+        {2, 0, 132, 4, 1, 0, 1, 0, 0, 0}, {2, 0, 132, 4, 1, 0, 2, 1, 0, 1},
+        {3, 3, 132, 3, 1, 0, 1, 0, 0, 0}, {3, 3, 132, 3, 1, 0, 2, 1, 0, 1}, {1, 3, 132, 4, 1, 0, 1, 0, 0, 0},
+        {2, 3, 132, 4, 1, 0, 1, 0, 0, 0}, {2, 3, 132, 4, 1, 0, 2, 1, 0, 1},
     };
     for (size_t i = 0; i < sizeof cfg / sizeof cfg[0]; ++i) {
         Launch l;
@@ -272,7 +283,10 @@ int main(int argc, char **argv)
         }
         /* ws 0: A 8 MB (8192 x 512) + B 16 MB (1024 x 8192): L2-resident; 1: A 16 MB + B 64 MB (4096 rows);
            2: A 32 MB + B 128 MB (all of it: like a d 0.1 SpMM's B, without its reuse order) */
-        const int a_cols = ws == 0 ? 512 : ws == 1 ? 1024 : 2048, b_rows = ws == 0 ? 1024 : ws == 1 ? 4096 : 8192;
+        /* ws 3 (session 21): A 4 MB + B 8 MB. Session 21 read ws 0 20 % lower than session 20 did (same code path, same
+           clocks): 24 MB is at the edge of an L2 whose two partitions each keep a copy of what their SMs read */
+        const int a_cols = ws == 0 ? 512 : ws == 1 ? 1024 : ws == 3 ? 256 : 2048,
+                  b_rows = ws == 0 ? 1024 : ws == 1 ? 4096 : ws == 3 ? 512 : 8192;
         if (bsk_hopper_tmap_2d(&l.tmA, A, BSK_F16, n, a_cols, n, 64, 64) ||
             bsk_hopper_tmap_2d(&l.tmB, B, BSK_F16, b_rows, n, n, 64, 64)) {
             fprintf(stderr, "tensor map encoding failed\n");
@@ -284,6 +298,8 @@ int main(int argc, char **argv)
         l.p.L = cfg[i].L;
         l.p.cl = cfg[i].cl;
         l.p.mc = cfg[i].mc;
+        l.p.rel_cl = cfg[i].rel_cl;
+        l.ex = cfg[i].ex;
         l.p.C = (__half *)C;
         l.p.iters = iters;
         l.p.a_rt = n / 64;
@@ -304,8 +320,8 @@ int main(int argc, char **argv)
         const double inb = stages * stage_tx(mode), rdb = mode == 0 ? 0.0 : stages * (mode == 1 ? 40960.0 : 81920.0);
         const double clks = tm * 1e-3 * mhz * 1e6 * l.ctas;
         const double tf = flop / (tm * 1e9);
-        printf("%-5d %-4d %-6d %-3d %-3d %-4d %-3d %-3d %9.1f %7.3f %8.1f %8.1f %8.1f %6.0f\n", mode, ws, l.ctas, cfg[i].S,
-               cfg[i].w0, cfg[i].L, cfg[i].cl, cfg[i].mc, tf, tf / cublas, inb / clks, l2b / clks, rdb / clks, mhz);
+        printf("%-5d %-4d %-6d %-3d %-3d %-4d %-3d %-3d %-3d %-3d %9.1f %7.3f %8.1f %8.1f %8.1f %6.0f\n", mode, ws, l.ctas, cfg[i].S,
+               cfg[i].w0, cfg[i].L, cfg[i].cl, cfg[i].mc, cfg[i].rel_cl, cfg[i].ex, tf, tf / cublas, inb / clks, l2b / clks, rdb / clks, mhz);
     }
     const double tg2 = probe_time(probe_run_gemm, &g, reps, flush, 256u << 20, e0, e1, NULL);
     printf("cuBLAS again: %.1f TFLOPS\n", 2.0 * n * n * (double)n / (tg2 * 1e9));

@@ -593,6 +593,83 @@ BSK_TEST(gpu_hopper_spmm_split)
     bsk_destroy(ctx);
 }
 
+/* Session 21: the long-row split on the 64 x 512 slot-epilogue tile (b64, 16-bit C, beta 0), op N and op T. Rows
+   0 full, 1 empty, 2 exactly 2L, 3 2L - 1 (not split), 4.. about half; N from one partial 512-column tile to three;
+   parts on 1 / 2 / 3 CTAs, few slots (the prep doubles L), tile groups, partition queues forced; the automatic rule
+   on a skewed pattern; determinism (the parts add in part order whichever finishes first). */
+BSK_TEST(gpu_hopper_spmm_b64_wide_split)
+{
+    bsk_context *ctx = NULL;
+    const char *why = hopper_skip_reason(&ctx);
+    if (why) SKIP(why);
+    struct bsk_hopper_tune_s saved = bsk__hopper_tune;
+    bsk_rng *r = bsk_test_rng();
+    const int b = 64, L = 2;
+    const int64_t M = 7 * b + 19, K = 12 * b - 51, mb = (M + b - 1) / b, nb = (K + b - 1) / b;
+    uint8_t *mask = (uint8_t *)calloc((size_t)(mb * nb), 1);
+    REQUIRE(mask != NULL);
+    for (int64_t j = 0; j < nb; j++) {
+        mask[0 * nb + j] = 1;
+        mask[2 * nb + j] = j < 2 * L;
+        mask[3 * nb + j] = j >= nb - (2 * L - 1);
+        for (int64_t i = 4; i < mb; i++) mask[i * nb + j] = bsk_rng_uniform(r) < 0.5;
+    }
+    bsk_bsr A[2];
+    for (int i = 0; i < 2; i++) {
+        bsk_dense D = bsk_test_dense(M, K, 0, i ? BSK_BF16 : BSK_F16, r);
+        REQUIRE_OK(bsk_bsr_from_mask(&D, b, b, mask, &A[i]));
+        bsk_test_dense_free(&D);
+    }
+    for (int v = 0; v < 8; v++) {
+        bsk__hopper_tune = saved;
+        bsk__hopper_tune.b64_wgn = 256; /* the 64 x 512 tile whatever the item count */
+        bsk__hopper_tune.split = L;
+        bsk__hopper_tune.max_ctas = v == 1 ? 1 : v == 2 ? 2 : v == 3 ? 3 : 0;
+        bsk__hopper_tune.split_mb = v == 4 ? 1 : 0;      /* 1 MB: 64 KB x 2 per part and tile, the prep doubles L */
+        bsk__hopper_tune.tgroup = v == 5 ? 1 : 0;
+        bsk__hopper_tune.part_mode = v == 6 ? 1 : 0;      /* partition queues (tile groups) forced */
+        const bsk_bsr *Av = &A[v % 2];
+        const bsk_dtype ct = v % 2 ? BSK_BF16 : BSK_F16;
+        const int64_t N = v == 4 ? 8 * bsk_rng_int(r, 20, 64) : 8 * bsk_rng_int(r, 40, 190); /* 1 to 3 N tiles */
+        const float alpha = 0.5f + (float)bsk_rng_uniform(r);
+        run_device_case(t, ctx, Av, N, 8 * (v % 2), 8 * (v % 3 == 0), ct, alpha, 0.0f, 1);
+        if (bsk__hopper_tune.out_split_len <= 0 || strcmp(bsk_last_kernel(ctx), "hopper-wgmma-b64") != 0) {
+            t->failed++;
+            fprintf(stderr, "  v=%d: kernel %s, split L %d (want hopper-wgmma-b64, L > 0)\n", v, bsk_last_kernel(ctx),
+                    bsk__hopper_tune.out_split_len);
+        }
+        /* op T over the transpose index: units are A's block columns (each about half full, column j < 2L fuller) */
+        run_device_case_op(t, ctx, BSK_OP_T, Av, N, 0, 0, ct, -alpha, 0.0f, 1);
+        if (bsk__hopper_tune.out_split_len <= 0 || strcmp(bsk_last_kernel(ctx), "hopper-wgmma-b64t") != 0) {
+            t->failed++;
+            fprintf(stderr, "  v=%d op T: kernel %s, split L %d\n", v, bsk_last_kernel(ctx), bsk__hopper_tune.out_split_len);
+        }
+    }
+    bsk__hopper_tune = saved;
+    /* a skewed pattern on a small grid: the automatic rule (few blocks per CTA) */
+    {
+        bsk_bsr S = spmm_random_bsr(24 * b - 3, 40 * b, b, 0.2, BSK_PATTERN_SKEWED, BSK_F16);
+        bsk__hopper_tune.b64_wgn = 256;
+        bsk__hopper_tune.split = -2;
+        bsk__hopper_tune.max_ctas = 16;
+        run_device_case(t, ctx, &S, 1032, 0, 0, BSK_F16, 1.0f, 0.0f, 1);
+        run_device_case_op(t, ctx, BSK_OP_T, &S, 520, 0, 0, BSK_F16, 1.0f, 0.0f, 1);
+        bsk_bsr_free(&S);
+    }
+    bsk__hopper_tune = saved;
+    for (int v = 0; v < 2; v++) {
+        bsk__hopper_tune.b64_wgn = 256;
+        bsk__hopper_tune.split = 1;
+        bsk__hopper_tune.max_ctas = v ? 5 : 0;
+        spmm_gpu_repeat_same(t, ctx, v ? BSK_OP_T : BSK_OP_N, &A[0], 1040, v ? BSK_BF16 : BSK_F16, 3, "hopper-wgmma-b64");
+    }
+    bsk__hopper_tune = saved;
+    bsk_bsr_free(&A[0]);
+    bsk_bsr_free(&A[1]);
+    free(mask);
+    bsk_destroy(ctx);
+}
+
 /* Malformed device indices (row_ptr past nnzb and decreasing, col_idx out of range) must not fault:
    the call succeeds (device indices are not validated) and the stream stays healthy. */
 BSK_TEST(gpu_hopper_spmm_malformed_indices_safe)
@@ -915,6 +992,7 @@ BSK_TEST(gpu_hopper_spmm_op_t) { SKIP("built without CUDA"); }
 BSK_TEST(gpu_hopper_spmm_b64_modes) { SKIP("built without CUDA"); }
 BSK_TEST(gpu_hopper_spmm_long_rows_prefetch) { SKIP("built without CUDA"); }
 BSK_TEST(gpu_hopper_spmm_split) { SKIP("built without CUDA"); }
+BSK_TEST(gpu_hopper_spmm_b64_wide_split) { SKIP("built without CUDA"); }
 BSK_TEST(gpu_hopper_spmm_partition_queues) { SKIP("built without CUDA"); }
 BSK_TEST(gpu_hopper_l2_partition_map) { SKIP("built without CUDA"); }
 BSK_TEST(gpu_hopper_spmm_pattern_cache) { SKIP("built without CUDA"); }

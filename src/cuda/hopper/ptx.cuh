@@ -103,6 +103,15 @@ __device__ __forceinline__ void mbar_arrive_cluster(uint32_t bar)
 {
     asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(bar) : "memory");
 }
+/* The same arrival with the default release at CTA scope: what a consumer that has only *read* a slot (its
+   wgmmas waited for) needs to tell a peer's producer that the slot may be refilled. The cluster-scope release
+   above compiles to MEMBAR.ALL.GPU + ERRBAR before the arrive (hundreds of cycles per stage: session 21 found it
+   to be the 2-CTA cluster kernel's whole loss); this one is a bare remote SYNCS arrive, as CUTLASS's
+   ClusterBarrier::arrive(cta_id) issues it. Never use it to publish data written to shared or global memory. */
+__device__ __forceinline__ void mbar_arrive_remote(uint32_t bar)
+{
+    asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
 __device__ __forceinline__ void mbar_arrive_expect_tx_cluster(uint32_t bar, uint32_t bytes)
 {
     asm volatile("mbarrier.arrive.expect_tx.release.cluster.shared::cluster.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes)

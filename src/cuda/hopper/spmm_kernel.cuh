@@ -24,7 +24,7 @@
        item the epilogue: for 16-bit C with beta = 0 each consumer stages its 64 x WGN part in shared memory
        and TMA-stores it (clipped at M and N; the store runs on under the next item's mainloop); otherwise
        alpha/beta straight from the registers to global memory (rows >= M and columns >= N masked).
-   BM = 128 without clusters (CAN_SPLIT) also has: long-row split — a row cut by the prep kernel into parts
+   BM = 128 and the 64 x 512 slot-epilogue tile, without clusters (CAN_SPLIT), also have: long-row split — a row cut by the prep kernel into parts
    (units of consecutive blocks) run by different CTAs; parts 0 .. P - 2 store fp32 partial tiles in the
    workspace, part P - 1 adds them in part order and runs the epilogue (deterministic) — and tile groups (the
    queue takes tg N tiles through every band before the next ones; tg = nt is the plain band order), and with the
@@ -173,8 +173,10 @@ struct Cfg {
     static constexpr int CHAN_OFF = META_OFF + STAGES_ * 16; /* full[CHAN], empty[CHAN], t[CHAN]      */
     static constexpr int SMEM = CHAN_OFF + CHAN * 24 + 1024; /* + slack to align the base to 1024    */
     /* Long rows split into parts (K ranges) run by different CTAs, combined through fp32 partial tiles:
-       BM = 128 tiles (op N and op T), no cluster. One partial per consumer: 128 threads x WGN / 2 floats. */
-    static constexpr bool CAN_SPLIT = BM_ == 128 && CLUSTER_ == 1 && !PAIR_;
+       BM = 128 tiles and (session 21) the 64 x 512 slot-epilogue tile (op N and op T), no cluster. One partial
+       per consumer: 128 threads x WGN / 2 floats. The same configurations have the L2-partition queues and the
+       automatic L2 hints. */
+    static constexpr bool CAN_SPLIT = CLUSTER_ == 1 && !PAIR_ && (BM_ == 128 || SLOTEPI_);
     static constexpr int SPLIT_F4 = 128 * (WGN_ / 8);
     static constexpr int THREADS = 384;
 };
@@ -563,7 +565,7 @@ __global__ void __launch_bounds__(384, 1)
                         } else {
                             mbar_wait_cluster(chf0 + 8 * ci, cph);
                             v = *(volatile unsigned *)&chan_t[ci];
-                            mbar_arrive_cluster(mapa(che0 + 8 * ci, 0));
+                            mbar_arrive_remote(mapa(che0 + 8 * ci, 0)); /* read: no data to publish */
                         }
                     }
                     if (++ci == CF::CHAN) { ci = 0; cph ^= 1; }
@@ -580,8 +582,9 @@ __global__ void __launch_bounds__(384, 1)
             auto open_stage = [&](int4 mv, uint32_t bytes) {
                 const uint32_t fb = full0 + 8 * s;
                 const long long w0 = BSK_PROF_CLOCK();
-                if (CL) mbar_wait_cluster(empty0 + 8 * s, ph ^ 1);
-                else mbar_wait(empty0 + 8 * s, ph ^ 1);
+                /* CTA-scope acquire even in a cluster: the peer's arrivals publish no data (the slot was only read),
+                   and the cluster-scope acquire adds an L1 invalidation (CCTL.IVALL) per stage (session 21) */
+                mbar_wait(empty0 + 8 * s, ph ^ 1);
                 pr_wait += BSK_PROF_CLOCK() - w0;
                 meta[s] = mv;
                 if (bytes) mbar_arrive_expect_tx(fb, bytes);
@@ -884,7 +887,8 @@ __global__ void __launch_bounds__(384, 1)
             __syncwarp();
             if (lane == 0) {
                 mbar_arrive(empty0 + 8 * ss);
-                if (CL) mbar_arrive_cluster(mapa(empty0 + 8 * ss, rank ^ 1u));
+                if (CL) mbar_arrive_remote(mapa(empty0 + 8 * ss, rank ^ 1u)); /* not the cluster-scope release:
+                                                                                 MEMBAR.ALL.GPU per stage (s21) */
             }
         };
         auto release = [&]() { release_at(s); };
@@ -974,6 +978,7 @@ __global__ void __launch_bounds__(384, 1)
                         __threadfence();
                         named_bar_sync(1 + c, 128);
                         if (tw == 0) atomicAdd(ctr, 1);
+                        release_pend(); /* SLOTEPI: the kept slot stages nothing for a partial (no store to wait for) */
                         pc[PROF_EPI] += BSK_PROF_CLOCK() - e0;
                         continue;
                     }
