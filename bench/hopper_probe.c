@@ -108,6 +108,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--final")) fin = 1; /* b128 uniform / skewed defaults, few-rows shapes split / not */
         else if (!strcmp(argv[i], "--b64slot2")) b64slot = 2;
         else if (!strcmp(argv[i], "--b64slot")) b64slot = 1; /* session 20: 64 x 512 with C staged in the last slot */
+        else if (!strcmp(argv[i], "--b64split2")) b64split = 2; /* session 21: split lengths on long skewed rows */
         else if (!strcmp(argv[i], "--b64split")) b64split = 1; /* session 21: the split / partition queues on 64 x 512 */
         else if (!strcmp(argv[i], "--b64sweep")) b64sweep = 1; /* session 19: the b64 tiles over shapes and patterns */
         else if (!strcmp(argv[i], "--b64tile")) b64tile = 1; /* session 18: b64 paired 128 x 256 vs split 64 x 512 / 64 x 256 */
@@ -292,7 +293,18 @@ int main(int argc, char **argv)
                             .tag = v == 0 ? "pair 128x256" : v == 1 ? "split 64x512" : "split 64x256");
                     }
     }
-    if (b64split) { /* session 21: the 64 x 512 slot tile got the b128 kernel's CAN_SPLIT machinery (long-row split,
+    if (b64split == 2) { /* session 21, run 2: the forced split L 16 gained 11 % at 8192^3 skewed d 0.25 (lost 2-4 % at
+                            d 0.1 and MoE skewed d 0.1): L 16 / 32 against the default at longer mean rows, A B C C B A */
+        static const struct { int64_t m, n, k; double d; int sk; } pt[5] = {
+            {0, 0, 0, 0.25, 1}, {0, 0, 0, 0.50, 1}, {0, 0, 0, 0.25, 0}, {32768, 4096, 4096, 0.25, 1}, {32768, 4096, 4096, 0.50, 1}};
+        static const char *tg[3] = {"64x512 new", "64x512 new, L 16", "64x512 new, L 32"};
+        for (int q = 0; q < 5; q++)
+            for (int r = 0; r < 6; r++) {
+                const int v = r < 3 ? r : 5 - r;
+                ADD(.b = 64, .d = pt[q].d, .skew = pt[q].sk, .m = pt[q].m, .n = pt[q].n, .k = pt[q].k,
+                    .split = v == 0 ? 0 : v == 1 ? 16 : 32, .tag = tg[v]);
+            }
+    } else if (b64split) { /* session 21: the 64 x 512 slot tile got the b128 kernel's CAN_SPLIT machinery (long-row split,
                        partition queues on skewed rows, automatic L2 hints on short rows). "old" = all three off (the
                        session 20 kernel), "new" = the defaults, "L 16" = a forced split; 2048^3 with the tile forced
                        against the pair (the default there). Alternated A B C C B A per point. */
