@@ -108,6 +108,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--final")) fin = 1; /* b128 uniform / skewed defaults, few-rows shapes split / not */
         else if (!strcmp(argv[i], "--b64slot2")) b64slot = 2;
         else if (!strcmp(argv[i], "--b64slot")) b64slot = 1; /* session 20: 64 x 512 with C staged in the last slot */
+        else if (!strcmp(argv[i], "--b64pw")) b64split = 3; /* session 21: pair vs the 64 x 512 default at d >= 0.25 */
         else if (!strcmp(argv[i], "--b64split2")) b64split = 2; /* session 21: split lengths on long skewed rows */
         else if (!strcmp(argv[i], "--b64split")) b64split = 1; /* session 21: the split / partition queues on 64 x 512 */
         else if (!strcmp(argv[i], "--b64sweep")) b64sweep = 1; /* session 19: the b64 tiles over shapes and patterns */
@@ -293,7 +294,18 @@ int main(int argc, char **argv)
                             .tag = v == 0 ? "pair 128x256" : v == 1 ? "split 64x512" : "split 64x256");
                     }
     }
-    if (b64split == 2) { /* session 21, run 2: the forced split L 16 gained 11 % at 8192^3 skewed d 0.25 (lost 2-4 % at
+    if (b64split == 3) { /* session 21, H100: the 64 x 512 tile read 0.59 at 8192^3 d 0.5 in bsk bench where session 12's
+                            pair read 0.65 (other runs): the two alternated A B B A (op N) */
+        static const struct { int64_t m, n, k; double d; int sk; } pt[6] = {
+            {0, 0, 0, 0.25, 0}, {0, 0, 0, 0.50, 0}, {0, 0, 0, 0.50, 1}, {32768, 4096, 4096, 0.50, 0},
+            {32768, 4096, 4096, 0.25, 0}, {0, 0, 0, 0.10, 0}};
+        for (int q = 0; q < 6; q++)
+            for (int r = 0; r < 4; r++) {
+                const int v = r == 0 || r == 3;
+                ADD(.b = 64, .d = pt[q].d, .skew = pt[q].sk, .m = pt[q].m, .n = pt[q].n, .k = pt[q].k, .b64m = v ? 2 : 0,
+                    .tag = v ? "pair" : "default (64x512)");
+            }
+    } else if (b64split == 2) { /* session 21, run 2: the forced split L 16 gained 11 % at 8192^3 skewed d 0.25 (lost 2-4 % at
                             d 0.1 and MoE skewed d 0.1): L 16 / 32 against the default at longer mean rows, A B C C B A */
         static const struct { int64_t m, n, k; double d; int sk; } pt[5] = {
             {0, 0, 0, 0.25, 1}, {0, 0, 0, 0.50, 1}, {0, 0, 0, 0.25, 0}, {32768, 4096, 4096, 0.25, 1}, {32768, 4096, 4096, 0.50, 1}};
