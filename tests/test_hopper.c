@@ -225,6 +225,20 @@ BSK_TEST(gpu_hopper_spmm_b64_slot_epi)
     for (int rep = 0; rep < 2; rep++) /* op T: the same tile by default, its own cached list */
         spmm_gpu_cached_case(t, ctx, BSK_OP_T, &U, &dU, 1032, 0.5f, 0.0f, "hopper-wgmma-b64t", &bsk__hopper_tune.out_prep,
                              rep == 0, NULL);
+    { /* a block density of 0.375 or more: the pair (session 21: ahead at d 0.5 on the H100) */
+        bsk_bsr Dn = spmm_random_bsr(20 * b + 7, 12 * b, b, 0.6, BSK_PATTERN_UNIFORM, BSK_F16);
+        run_device_case(t, ctx, &Dn, 1032, 0, 0, BSK_F16, 1.0f, 0.0f, 1);
+        if (strcmp(bsk_last_kernel(ctx), "hopper-wgmma-b64p") != 0) {
+            t->failed++;
+            fprintf(stderr, "  d 0.6: kernel %s, want hopper-wgmma-b64p\n", bsk_last_kernel(ctx));
+        }
+        run_device_case_op(t, ctx, BSK_OP_T, &Dn, 1032, 0, 0, BSK_F16, 1.0f, 0.0f, 1);
+        if (strcmp(bsk_last_kernel(ctx), "hopper-wgmma-b64pt") != 0) {
+            t->failed++;
+            fprintf(stderr, "  d 0.6 op T: kernel %s, want hopper-wgmma-b64pt\n", bsk_last_kernel(ctx));
+        }
+        bsk_bsr_free(&Dn);
+    }
     bsk__hopper_tune.max_ctas = 0; /* the full grid: fewer than 2 items per SM, the pair again (its list of 5 tiles cached
                                       by the beta call above) */
     spmm_gpu_cached_case(t, ctx, BSK_OP_N, &U, &dU, 1032, 0.5f, 0.0f, "hopper-wgmma-b64p", &bsk__hopper_tune.out_prep, 0,

@@ -23,6 +23,10 @@ static const int B64_PAIR_DEFAULT = 1;
 /* BM = 64 with 16-bit C, beta 0, N >= 512: the 64 x 512 tile with the slot-staged TMA store (session 20) before the
    pair (the launcher's rule below) */
 static const int B64_WIDE_DEFAULT = 1;
+/* ... below this block density only (session 21, H100, hopper_probe --b64pw, same run: pair -> 64 x 512 at 8192^3 d 0.1
+   / 0.25 / 0.5 E 0.493 -> 0.535, 0.558 -> 0.572, 0.646 -> 0.595; skewed d 0.5 0.650 -> 0.610; MoE d 0.25 / 0.5 0.574 ->
+   0.592, 0.662 -> 0.616. On the H200 (session 20) d 0.5 was level: 0.668 vs 0.665, MoE 0.680 vs 0.691; op T -2 %). */
+static const double B64_WIDE_MAX_DENSITY = 0.375;
 static const int PF_STAGES_DEFAULT = 0; /* run 5: the prefetches double the L2 requests; 1.7x slower at d = 0.5 */
 /* TMA-store epilogue configurations: 4 ring stages with the C tile staged in two rounds (1), or 3 stages with
    the whole tile staged at once (0). Session 4 measures both (tune.ring4). */
@@ -329,13 +333,15 @@ bsk_status bsk_hopper_spmm(bsk_context *ctx, bsk_op op, float alpha, const bsk_b
        0.475 / 0.579 / 0.675, 2048^3 +3 / +7 / +15 %. The bytes into each SM per MFLOP (17 vs 19 KB at d 0.1) are the
        reason (bench/smem_ceiling_probe.cu); its direct epilogue had cost it the gain. Only with >= 2 items (rows of
        A or Aᵀ x 512-column tiles) per CTA: at 2048^3 (one item per SM) skewed rows lost 11-15 % (--b64slot2; the
-       longest item decides, the pair's items are half as long), uniform ones gained 5-13 %. */
+       longest item decides, the pair's items are half as long), uniform ones gained 5-13 %. And only below
+       B64_WIDE_MAX_DENSITY (the pair is ahead at d 0.5 on the H100). */
     const int64_t units64 = op == BSK_OP_T ? (A->cols + 63) / 64 : (A->rows + 63) / 64;
+    const double dens64 = (double)A->nnzb / ((double)bsk_bsr_mb(A) * (double)bsk_bsr_nb(A));
     const int grid64 = bsk__hopper_tune.max_ctas > 0 && bsk__hopper_tune.max_ctas < st->sms ? bsk__hopper_tune.max_ctas
                                                                                             : st->sms;
     const int wide64 = bsk__hopper_tune.b64_wgn == 256 ||
                        (bsk__hopper_tune.b64_wgn == 0 && bsk__hopper_tune.b64_mode == 0 && B64_WIDE_DEFAULT && tma_epi &&
-                        bsk__hopper_tune.slot_epi >= 0 && C->cols >= 512 &&
+                        bsk__hopper_tune.slot_epi >= 0 && C->cols >= 512 && dens64 < B64_WIDE_MAX_DENSITY &&
                         units64 * ((C->cols + 511) / 512) >= 2 * (int64_t)grid64);
     /* the slot epilogue (also for a forced 64 x 512 tile) only where its TMA store applies */
     const int slot64 = wide64 && tma_epi && bsk__hopper_tune.slot_epi >= 0;
