@@ -12,8 +12,10 @@ using namespace bsk_hopper;
 
 struct bsk_hopper_tune_s bsk__hopper_tune;
 
-/* Defaults decided by measurement (docs/hopper-spmm-notes.md): the 2-CTA cluster variant is correct but was
-   measured 1.5x slower on an H100 (run 4), so it runs only when bsk__hopper_tune.cluster asks for it. */
+/* Defaults decided by measurement (docs/hopper-spmm-notes.md): the 2-CTA cluster variant is correct but slower: 1.5x
+   on an H100 (run 4) while its consumers released the peer's slots with a cluster-scope release (MEMBAR.ALL.GPU per
+   arrive); with the bare remote arrive (session 21, H200, same run) E 0.692 vs 0.771 at b128 d 0.1, 0.869 vs 0.908 at
+   d 0.5. It runs only when bsk__hopper_tune.cluster asks for it. */
 static const int CLUSTER_DEFAULT = 0;
 /* BM = 64: paired block rows (B panels shared by the two rows of a tile) unless the knob asks for the split
    64 x 256 tile (run 5: pair 0.641 vs split 0.540 at d = 0.5, equal at d = 0.1) or the 64 x 512 rule below
