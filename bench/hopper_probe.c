@@ -108,6 +108,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--final")) fin = 1; /* b128 uniform / skewed defaults, few-rows shapes split / not */
         else if (!strcmp(argv[i], "--b64slot2")) b64slot = 2;
         else if (!strcmp(argv[i], "--b64slot")) b64slot = 1; /* session 20: 64 x 512 with C staged in the last slot */
+        else if (!strcmp(argv[i], "--tgskew")) b64split = 4; /* session 21: tile groups on skewed rows */
         else if (!strcmp(argv[i], "--b64pw")) b64split = 3; /* session 21: pair vs the 64 x 512 default at d >= 0.25 */
         else if (!strcmp(argv[i], "--b64split2")) b64split = 2; /* session 21: split lengths on long skewed rows */
         else if (!strcmp(argv[i], "--b64split")) b64split = 1; /* session 21: the split / partition queues on 64 x 512 */
@@ -294,7 +295,20 @@ int main(int argc, char **argv)
                             .tag = v == 0 ? "pair 128x256" : v == 1 ? "split 64x512" : "split 64x256");
                     }
     }
-    if (b64split == 3) { /* session 21, H100: the 64 x 512 tile read 0.59 at 8192^3 d 0.5 in bsk bench where session 12's
+    if (b64split == 4) { /* session 21: skewed b64 d 0.1 reads 0.70 of uniform. Hypothesis: the long rows' length
+                            class is a band of few units, so the CTAs running together span many N tiles (8 MB of B each
+                            at 8192^3 b64) and B misses L2; tile groups of 1-4 N tiles through all bands keep them on
+                            few tiles (A, 13 MB at d 0.1, stays in L2 anyway). Partition queues off for those (they set
+                            their own groups). A B C D D C B A per point. */
+        static const struct { int b; double d; int sk; } pt[4] = {{64, 0.10, 1}, {64, 0.25, 1}, {64, 0.10, 0}, {128, 0.10, 1}};
+        static const char *tg[4] = {"default", "tg 1, part off", "tg 2, part off", "tg 4, part off"};
+        for (int q = 0; q < 4; q++)
+            for (int r = 0; r < 8; r++) {
+                const int v = r < 4 ? r : 7 - r;
+                ADD(.b = pt[q].b, .d = pt[q].d, .skew = pt[q].sk, .part = v ? -1 : 0, .tg = v == 1 ? 1 : v == 2 ? 2 : v == 3 ? 4 : 0,
+                    .tag = tg[v]);
+            }
+    } else if (b64split == 3) { /* session 21, H100: the 64 x 512 tile read 0.59 at 8192^3 d 0.5 in bsk bench where session 12's
                             pair read 0.65 (other runs): the two alternated A B B A (op N) */
         static const struct { int64_t m, n, k; double d; int sk; } pt[6] = {
             {0, 0, 0, 0.25, 0}, {0, 0, 0, 0.50, 0}, {0, 0, 0, 0.50, 1}, {32768, 4096, 4096, 0.50, 0},
