@@ -618,6 +618,10 @@ BSK_TEST(gpu_hopper_spmm_b64_wide_split)
     if (why) SKIP(why);
     struct bsk_hopper_tune_s saved = bsk__hopper_tune;
     bsk_rng *r = bsk_test_rng();
+    unsigned char tab[1024], *dtab = NULL;
+    for (int i = 0; i < 1024; i++) tab[i] = (unsigned char)(i & 1);
+    REQUIRE(cudaMalloc((void **)&dtab, sizeof tab) == cudaSuccess);
+    REQUIRE(cudaMemcpy(dtab, tab, sizeof tab, cudaMemcpyHostToDevice) == cudaSuccess);
     const int b = 64, L = 2;
     const int64_t M = 7 * b + 19, K = 12 * b - 51, mb = (M + b - 1) / b, nb = (K + b - 1) / b;
     uint8_t *mask = (uint8_t *)calloc((size_t)(mb * nb), 1);
@@ -641,10 +645,12 @@ BSK_TEST(gpu_hopper_spmm_b64_wide_split)
         bsk__hopper_tune.max_ctas = v == 1 ? 1 : v == 2 ? 2 : v == 3 ? 3 : 0;
         bsk__hopper_tune.split_mb = v == 4 ? 1 : 0;      /* 1 MB: 64 KB x 2 per part and tile, the prep doubles L */
         bsk__hopper_tune.tgroup = v == 5 ? 1 : 0;
-        bsk__hopper_tune.part_mode = v == 6 ? 1 : 0;      /* partition queues (tile groups) forced */
+        bsk__hopper_tune.part_mode = v == 6 ? 1 : 0;      /* partition queues (tile groups) forced ... */
+        bsk__hopper_tune.part_tab = v == 6 ? dtab : NULL; /* ... with a table (alternate SMs), not the discovered map */
         const bsk_bsr *Av = &A[v % 2];
         const bsk_dtype ct = v % 2 ? BSK_BF16 : BSK_F16;
-        const int64_t N = v == 4 ? 8 * bsk_rng_int(r, 20, 64) : 8 * bsk_rng_int(r, 40, 190); /* 1 to 3 N tiles */
+        /* 1 to 3 N tiles; v 4 one (few slots), v 5 / 6 two or three (tile groups, partition queues need >= 2) */
+        const int64_t N = v == 4 ? 8 * bsk_rng_int(r, 20, 64) : 8 * bsk_rng_int(r, v == 5 || v == 6 ? 66 : 40, 190);
         const float alpha = 0.5f + (float)bsk_rng_uniform(r);
         run_device_case(t, ctx, Av, N, 8 * (v % 2), 8 * (v % 3 == 0), ct, alpha, 0.0f, 1);
         if (bsk__hopper_tune.out_split_len <= 0 || strcmp(bsk_last_kernel(ctx), "hopper-wgmma-b64") != 0) {
@@ -652,6 +658,7 @@ BSK_TEST(gpu_hopper_spmm_b64_wide_split)
             fprintf(stderr, "  v=%d: kernel %s, split L %d (want hopper-wgmma-b64, L > 0)\n", v, bsk_last_kernel(ctx),
                     bsk__hopper_tune.out_split_len);
         }
+        if (v == 6) CHECK(bsk__hopper_tune.out_part == 1);
         /* op T over the transpose index: units are A's block columns (each about half full, column j < 2L fuller) */
         run_device_case_op(t, ctx, BSK_OP_T, Av, N, 0, 0, ct, -alpha, 0.0f, 1);
         if (bsk__hopper_tune.out_split_len <= 0 || strcmp(bsk_last_kernel(ctx), "hopper-wgmma-b64t") != 0) {
@@ -660,27 +667,32 @@ BSK_TEST(gpu_hopper_spmm_b64_wide_split)
         }
     }
     bsk__hopper_tune = saved;
-    /* a skewed pattern on a small grid: the automatic rule (few blocks per CTA) */
+    /* a skewed pattern on the full grid: the automatic rule (few blocks per CTA: 24 rows x 3 tiles of 192 blocks on
+       >= 72 CTAs, w <= 8, so L = max(8, 2w) <= 16 and 2L <= 40 block columns: the rule asks for a split) */
     {
         bsk_bsr S = spmm_random_bsr(24 * b - 3, 40 * b, b, 0.2, BSK_PATTERN_SKEWED, BSK_F16);
         bsk__hopper_tune.b64_wgn = 256;
         bsk__hopper_tune.split = -2;
-        bsk__hopper_tune.max_ctas = 16;
         run_device_case(t, ctx, &S, 1032, 0, 0, BSK_F16, 1.0f, 0.0f, 1);
+        CHECK(bsk__hopper_tune.out_split_len > 0);
         run_device_case_op(t, ctx, BSK_OP_T, &S, 520, 0, 0, BSK_F16, 1.0f, 0.0f, 1);
         bsk_bsr_free(&S);
     }
     bsk__hopper_tune = saved;
     for (int v = 0; v < 2; v++) {
+        const char *want = v ? "hopper-wgmma-b64t" : "hopper-wgmma-b64";
         bsk__hopper_tune.b64_wgn = 256;
         bsk__hopper_tune.split = 1;
         bsk__hopper_tune.max_ctas = v ? 5 : 0;
-        spmm_gpu_repeat_same(t, ctx, v ? BSK_OP_T : BSK_OP_N, &A[0], 1040, v ? BSK_BF16 : BSK_F16, 3, "hopper-wgmma-b64");
+        spmm_gpu_repeat_same(t, ctx, v ? BSK_OP_T : BSK_OP_N, &A[0], 1040, v ? BSK_BF16 : BSK_F16, 3, want);
+        /* the helper matches the name by prefix (b64p would pass): the exact kernel, and the split ran */
+        CHECK(strcmp(bsk_last_kernel(ctx), want) == 0 && bsk__hopper_tune.out_split_len > 0);
     }
     bsk__hopper_tune = saved;
     bsk_bsr_free(&A[0]);
     bsk_bsr_free(&A[1]);
     free(mask);
+    cudaFree(dtab);
     bsk_destroy(ctx);
 }
 

@@ -565,7 +565,8 @@ __global__ void __launch_bounds__(384, 1)
                         } else {
                             mbar_wait_cluster(chf0 + 8 * ci, cph);
                             v = *(volatile unsigned *)&chan_t[ci];
-                            mbar_arrive_remote(mapa(che0 + 8 * ci, 0)); /* read: no data to publish */
+                            mbar_arrive_cluster(mapa(che0 + 8 * ci, 0)); /* once per item: keeps the strict
+                                                   cluster-scope order of this read before CTA 0's next store */
                         }
                     }
                     if (++ci == CF::CHAN) { ci = 0; cph ^= 1; }
