@@ -253,6 +253,15 @@ BSK_TEST(gpu_hopper_spmm_b64_slot_epi)
     bsk_destroy(ctx);
 }
 
+/* An smid -> L2 partition table for tune.part_tab on the device (1024 entries): w 0 alternate SMs, 1 every SM in
+   partition 0, 2 every SM in partition 1. Returns 0 on success. */
+static int upload_part_table(unsigned char *dtab, int w)
+{
+    unsigned char tab[1024];
+    for (int i = 0; i < 1024; i++) tab[i] = w == 0 ? (unsigned char)(i & 1) : (unsigned char)(w - 1);
+    return cudaMemcpy(dtab, tab, sizeof tab, cudaMemcpyHostToDevice) != cudaSuccess;
+}
+
 /* The L2-partition queues (forced, tune.part_mode 1, with tables of our own): a CTA takes items of its partition's tile
    group, then helps with the other's. Tables: SMs split by smid parity; every SM in partition 0 (group 1 is
    done entirely by helping); every SM in partition 1. Odd and even N tile counts, one N tile (the queues
@@ -267,13 +276,12 @@ BSK_TEST(gpu_hopper_spmm_partition_queues)
     if (why) SKIP(why);
     struct bsk_hopper_tune_s saved = bsk__hopper_tune;
     bsk_rng *r = bsk_test_rng();
-    unsigned char tab[1024], *dtab = NULL;
-    REQUIRE(cudaMalloc((void **)&dtab, sizeof tab) == cudaSuccess);
+    unsigned char *dtab = NULL;
+    REQUIRE(cudaMalloc((void **)&dtab, 1024) == cudaSuccess);
     bsk_bsr A = spmm_random_bsr(7 * 128 - 9, 6 * 128 + 5, 128, 0.5, BSK_PATTERN_SKEWED, BSK_F16);
     for (int v = 0; v < 6; v++) {
         const int w = v % 3;
-        for (int i = 0; i < 1024; i++) tab[i] = w == 0 ? (unsigned char)(i & 1) : (unsigned char)(w - 1);
-        REQUIRE(cudaMemcpy(dtab, tab, sizeof tab, cudaMemcpyHostToDevice) == cudaSuccess);
+        REQUIRE(upload_part_table(dtab, w) == 0);
         bsk__hopper_tune = saved;
         bsk__hopper_tune.part_tab = dtab;
         bsk__hopper_tune.part_mode = v < 3 ? 1 : 2;
@@ -618,10 +626,9 @@ BSK_TEST(gpu_hopper_spmm_b64_wide_split)
     if (why) SKIP(why);
     struct bsk_hopper_tune_s saved = bsk__hopper_tune;
     bsk_rng *r = bsk_test_rng();
-    unsigned char tab[1024], *dtab = NULL;
-    for (int i = 0; i < 1024; i++) tab[i] = (unsigned char)(i & 1);
-    REQUIRE(cudaMalloc((void **)&dtab, sizeof tab) == cudaSuccess);
-    REQUIRE(cudaMemcpy(dtab, tab, sizeof tab, cudaMemcpyHostToDevice) == cudaSuccess);
+    unsigned char *dtab = NULL;
+    REQUIRE(cudaMalloc((void **)&dtab, 1024) == cudaSuccess);
+    REQUIRE(upload_part_table(dtab, 0) == 0);
     const int b = 64, L = 2;
     const int64_t M = 7 * b + 19, K = 12 * b - 51, mb = (M + b - 1) / b, nb = (K + b - 1) / b;
     uint8_t *mask = (uint8_t *)calloc((size_t)(mb * nb), 1);

@@ -24,11 +24,11 @@
        item the epilogue: for 16-bit C with beta = 0 each consumer stages its 64 x WGN part in shared memory
        and TMA-stores it (clipped at M and N; the store runs on under the next item's mainloop); otherwise
        alpha/beta straight from the registers to global memory (rows >= M and columns >= N masked).
-   BM = 128 and the 64 x 512 slot-epilogue tile, without clusters (CAN_SPLIT), also have: long-row split — a row cut by the prep kernel into parts
-   (units of consecutive blocks) run by different CTAs; parts 0 .. P - 2 store fp32 partial tiles in the
-   workspace, part P - 1 adds them in part order and runs the epilogue (deterministic) — and tile groups (the
-   queue takes tg N tiles through every band before the next ones; tg = nt is the plain band order), and with the
-   GPU's L2-partition map a queue per partition: tile groups (half the N tiles each; skewed rows, session 8) or
+   BM = 128 and the 64 x 512 slot-epilogue tile, without clusters (CAN_SPLIT), also have: long-row split — a row cut
+   by the prep kernel into parts (units of consecutive blocks) run by different CTAs; parts 0 .. P - 2 store fp32
+   partial tiles in the workspace, part P - 1 adds them in part order and runs the epilogue (deterministic) — and
+   tile groups (the queue takes tg N tiles through every band before the next ones; tg = nt is the plain band
+   order), and with the GPU's L2-partition map a queue per partition: tile groups (half the N tiles each; skewed rows, session 8) or
    row groups (units of one rank parity each, every N tile; a knob, session 9).
    Malformed device indices cannot cause out-of-bounds access: row_ptr is clamped by the prep kernel to
    [0, nnzb], a col_idx outside [0, nb) becomes a stage with no data (skipped), the merge advances at least
