@@ -229,6 +229,7 @@ int main(int argc, char **argv)
         int r4;             /* tune: ring4 */
         int split;          /* tune: split (0 default, -1 off, -2 auto, > 0 L) */
         int tg;             /* tune: tgroup (N tiles per tile group, 0 default) */
+        int ptg;            /* tune: part_tg (N tiles per tile group inside the partition queues, 0 default) */
         int part;           /* L2-partition queues: 0 default (skewed rows, discovered map), -1 off, 1 forced
                                with the table of --part FILE (ncu), 2 forced with the discovered map, 3 row
                                groups (tune.part_mode 2) with the discovered map, 4 session 8's default
@@ -301,12 +302,13 @@ int main(int argc, char **argv)
                             few tiles (A, 13 MB at d 0.1, stays in L2 anyway). Partition queues off for those (they set
                             their own groups). A B C D D C B A per point. */
         static const struct { int b; double d; int sk; } pt[4] = {{64, 0.10, 1}, {64, 0.25, 1}, {64, 0.10, 0}, {128, 0.10, 1}};
-        static const char *tg[4] = {"default", "tg 1, part off", "tg 2, part off", "tg 4, part off"};
+        static const char *tg[6] = {"default", "tg 1, part off", "tg 2, part off", "tg 4, part off",
+                                    "part, groups of 2", "part, groups of 4"};
         for (int q = 0; q < 4; q++)
-            for (int r = 0; r < 8; r++) {
-                const int v = r < 4 ? r : 7 - r;
-                ADD(.b = pt[q].b, .d = pt[q].d, .skew = pt[q].sk, .part = v ? -1 : 0, .tg = v == 1 ? 1 : v == 2 ? 2 : v == 3 ? 4 : 0,
-                    .tag = tg[v]);
+            for (int r = 0; r < 12; r++) {
+                const int v = r < 6 ? r : 11 - r;
+                ADD(.b = pt[q].b, .d = pt[q].d, .skew = pt[q].sk, .part = v >= 1 && v <= 3 ? -1 : 0,
+                    .tg = v == 1 ? 1 : v == 2 ? 2 : v == 3 ? 4 : 0, .ptg = v == 4 ? 2 : v == 5 ? 4 : 0, .tag = tg[v]);
             }
     } else if (b64split == 3) { /* session 21, H100: the 64 x 512 tile read 0.59 at 8192^3 d 0.5 in bsk bench where session 12's
                             pair read 0.65 (other runs): the two alternated A B B A (op N) */
@@ -639,6 +641,7 @@ int main(int argc, char **argv)
         bsk__hopper_tune.ring4 = c.r4;
         bsk__hopper_tune.split = c.split;
         bsk__hopper_tune.tgroup = c.tg;
+        bsk__hopper_tune.part_tg = c.ptg;
         bsk__hopper_tune.part_tab = c.part == 1 ? d_part : NULL;
         bsk__hopper_tune.part_mode = c.part == -1 ? -1 : c.part == 3 ? 2 : c.part == 4 ? 3 : c.part == 5 ? 4 : c.part >= 1 ? 1 : 0;
         bsk__hopper_tune.l2promo = c.promo;

@@ -316,6 +316,22 @@ BSK_TEST(gpu_hopper_spmm_partition_queues)
         run_device_case(t, ctx, &A, N, 0, 0, BSK_F32, 1.0f, 0.0f, 1);
         run_device_case(t, ctx, &A, N, 0, 0, BSK_F16, 0.5f, 0.0f, 1);
         if (v >= 3) CHECK(bsk__hopper_tune.out_split_len == 0 || bsk__hopper_tune.out_part == 1);
+        /* tile groups of 1 / 2 / 3 N tiles inside the partition queues (an odd group count on 3-5 tiles), tile
+           queues forced, on the b128 kernel and the b64 64 x 512 tile */
+        bsk__hopper_tune.split = 0;
+        bsk__hopper_tune.part_mode = 1;
+        bsk__hopper_tune.part_tg = 1 + w;
+        run_device_case(t, ctx, &A, N, 0, 0, BSK_F16, 1.0f, 0.0f, 1);
+        CHECK(bsk__hopper_tune.out_part == 1);
+        {
+            bsk_bsr S = spmm_random_bsr(9 * 64 - 5, 14 * 64 + 3, 64, 0.3, BSK_PATTERN_SKEWED, BSK_BF16);
+            bsk__hopper_tune.b64_wgn = 256;
+            run_device_case(t, ctx, &S, 512 * (3 + w) - 8 * w, 0, 0, BSK_BF16, 1.0f, 0.0f, 1);
+            CHECK(bsk__hopper_tune.out_part == 1);
+            bsk__hopper_tune.b64_wgn = 0;
+            bsk_bsr_free(&S);
+        }
+        bsk__hopper_tune.part_tg = 0;
     }
     bsk__hopper_tune = saved;
     bsk_bsr_free(&A);

@@ -278,6 +278,7 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, cons
         p.part = bsk__hopper_tune.part_tab ? (const unsigned char *)bsk__hopper_tune.part_tab
                                            : bsk_cuda_l2_partitions(ctx);
     p.part_force = pm == 1 || pm == 2 ? 1 : 0;
+    p.part_tg = bsk__hopper_tune.part_tg;
     bsk__hopper_tune.out_part = p.part ? (p.part_rows == 1 ? 2 : p.part_rows == 2 ? 3 : 1) : 0;
     p.fab = CF::CAN_SPLIT ? bsk__hopper_tune.fab : 0;
 

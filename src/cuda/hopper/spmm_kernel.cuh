@@ -85,6 +85,10 @@ struct SpmmParams {
                                CTA takes items of its partition's group, then helps with the other's, so
                                each partition's L2 holds the B panels of its own N tiles only           */
     int part_force;         /* 1: the partition queues whatever the rows (experiments, tests)        */
+    int part_tg;            /* tile groups inside the partition queues: N tiles per group (0: half the tiles,
+                               one group per partition, as sessions 8-21); partition 0 takes the first
+                               ceil(groups / 2) groups. Session 21 --tgskew: b64 skewed d 0.25 +10 % with groups
+                               of 4 and the partition queues off (untested with them: s22-prep branch)          */
     int part_rows;          /* row groups instead of tile groups (1 forced, 2 when the prep kernel found the
                                rows not skewed — tune.part_mode 4, session 9; 0 never): group g holds the
                                units of rank parity g (items in the plain band / N tile / unit order), so each
@@ -541,9 +545,12 @@ __global__ void __launch_bounds__(384, 1)
                 CF::CAN_SPLIT && p.part && (nt >= 2 || rows_want) && (p.part_force || skewed || rows_want);
             const unsigned mypart = use_part ? (unsigned)p.part[sm_id()] & 1u : 0u;
             const bool rows = use_part && rows_want;
-            const unsigned tg = !CF::CAN_SPLIT ? nt : use_part && !rows ? (nt + 1) / 2 : rows ? nt : (unsigned)p.tg;
+            const unsigned ptg = p.part_tg > 0 && (unsigned)p.part_tg < nt ? (unsigned)p.part_tg : (nt + 1) / 2;
+            const unsigned tg = !CF::CAN_SPLIT ? nt : use_part && !rows ? ptg : rows ? nt : (unsigned)p.tg;
             const unsigned gsz = CF::CAN_SPLIT ? (rows ? nt * ((total / nt + 1) / 2) : total / nt * tg) : total;
-            const unsigned sz0 = min(gsz, total);
+            /* partition 0: the first ceil(groups / 2) tile groups (one group of half the tiles by default) */
+            const unsigned sz0 =
+                use_part && !rows ? min(gsz * (((nt + tg - 1) / tg + 1) / 2), total) : min(gsz, total);
             auto fetch = [&]() -> unsigned {
                 if (lane != 0 || rank != 0) return 0u;
                 if (use_part) {

@@ -51,6 +51,8 @@ struct bsk_hopper_tune_s {
                              the discovered map (bench/l2_partition_probe.sh's ncu table; tests)            */
     void *prof_buf;   /* device buffer of 16 x grid unsigned long long cycle counters, read by kernels built
                          with -DBSK_HOPPER_PROF (bench/hopper_probe.c --prof); NULL otherwise                 */
+    int part_tg;    /* N tiles per tile group inside each L2-partition queue (0: half the N tiles, one group
+                       per partition; s22-prep, untested on a GPU)                                             */
     int slot_epi;   /* the 64 x 512 tile with 16-bit C, beta 0: 0 C staged in the last ring slot and TMA-stored
                        (session 20), -1 the direct epilogue                                                      */
 };
