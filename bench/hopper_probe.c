@@ -109,6 +109,9 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--b64slot2")) b64slot = 2;
         else if (!strcmp(argv[i], "--b64slot")) b64slot = 1; /* session 20: 64 x 512 with C staged in the last slot */
         else if (!strcmp(argv[i], "--tgskew")) b64split = 4; /* session 21: tile groups on skewed rows */
+        else if (!strcmp(argv[i], "--skewrule")) b64split = 7; /* session 22: the long-row split rule + one tile per group */
+        else if (!strcmp(argv[i], "--skewsplit")) b64split = 6; /* session 22: tile-major order + long-row split, b64 skewed */
+        else if (!strcmp(argv[i], "--skewb64")) b64split = 5; /* session 22: b64 skewed vs uniform (with --ncu / --prof) */
         else if (!strcmp(argv[i], "--b64pw")) b64split = 3; /* session 21: pair vs the 64 x 512 default at d >= 0.25 */
         else if (!strcmp(argv[i], "--b64split2")) b64split = 2; /* session 21: split lengths on long skewed rows */
         else if (!strcmp(argv[i], "--b64split")) b64split = 1; /* session 21: the split / partition queues on 64 x 512 */
@@ -332,7 +335,7 @@ int main(int argc, char **argv)
                 ADD(.b = 64, .d = pt[q].d, .skew = pt[q].sk, .m = pt[q].m, .n = pt[q].n, .k = pt[q].k,
                     .split = v == 0 ? 0 : v == 1 ? 16 : 32, .tag = tg[v]);
             }
-    } else if (b64split) { /* session 21: the 64 x 512 slot tile got the b128 kernel's CAN_SPLIT machinery (long-row split,
+    } else if (b64split == 1) { /* session 21: the 64 x 512 slot tile got the b128 kernel's CAN_SPLIT machinery (long-row split,
                        partition queues on skewed rows, automatic L2 hints on short rows). "old" = all three off (the
                        session 20 kernel), "new" = the defaults, "L 16" = a forced split; 2048^3 with the tile forced
                        against the pair (the default there). Alternated A B C C B A per point. */
@@ -587,7 +590,50 @@ int main(int argc, char **argv)
         ADD(.b = 128, .d = 0.10, .skew = 1, .part = 3, .tag = "row groups");
         ADD(.b = 128, .d = 0.10, .skew = 1, .tag = "default");
     }
-    if (ncu && !skew && !s7 && !fabric) { /* one call each, under the profiler */
+    if (b64split == 7) { /* session 22, H100 --skewsplit: split L 32 + one N tile per group in each partition queue gave
+                            b64 8192^3 skewed d 0.1 0.39 -> 0.50, d 0.25 +6 %, MoE +5 %. The rule (split -3: L = max(32,
+                            2 x mean row)) and one tile per group against today's default and the two halves, b64 and
+                            b128, A B C D D C B A per point; uniform rows must not move. */
+        static const struct { int b; int64_t m, n, k; double d; int sk; } pt[7] = {
+            {64, 0, 0, 0, 0.10, 1}, {64, 0, 0, 0, 0.25, 1}, {64, 32768, 4096, 4096, 0.10, 1}, {128, 0, 0, 0, 0.10, 1},
+            {128, 0, 0, 0, 0.25, 1}, {64, 0, 0, 0, 0.10, 0}, {128, 32768, 4096, 4096, 0.10, 1}};
+        static const char *tg[4] = {"default", "rule + groups of 1", "rule, half tiles", "no split, groups of 1"};
+        for (int q = 0; q < 7; q++)
+            for (int r = 0; r < 8; r++) {
+                const int v = r < 4 ? r : 7 - r;
+                if (q == 5 && (v == 3 || v == 2)) continue;
+                ADD(.b = pt[q].b, .d = pt[q].d, .skew = pt[q].sk, .m = pt[q].m, .n = pt[q].n, .k = pt[q].k,
+                    .ptg = v == 2 ? -1 : v ? 1 : 0, .split = v == 1 || v == 2 ? -3 : v == 3 ? -1 : 0, .tag = tg[v]);
+            }
+    }
+    if (b64split == 6) { /* session 22, H100 ncu (--skewb64): b64 skewed d 0.1 reads 921 MB of DRAM (B 7x over) vs 315 MB
+                            uniform, and is DRAM-bound (84 % of peak). Hypothesis: a long row's B reads (its whole N-tile
+                            column, one block per stage for up to 128 stages) come long after the short rows of the same
+                            tile read those blocks, so they miss L2. Split long rows (parts run concurrently) and walk
+                            one N tile at a time (per partition queue): a tile's reads fall in one short window. */
+        static const struct { int64_t m, n, k; double d; } pt[3] = {{0, 0, 0, 0.10}, {0, 0, 0, 0.25}, {32768, 4096, 4096, 0.10}};
+        static const char *tg[6] = {"default", "split 16, part off, tg 1", "split 16, part, groups of 1",
+                                    "split 32, part, groups of 1", "split 16, part, groups of 2", "no split, part, groups of 1"};
+        for (int q = 0; q < 3; q++)
+            for (int r = 0; r < 12; r++) {
+                const int v = r < 6 ? r : 11 - r;
+                ADD(.b = 64, .d = pt[q].d, .skew = 1, .m = pt[q].m, .n = pt[q].n, .k = pt[q].k, .part = v == 1 ? -1 : 0,
+                    .tg = v == 1 ? 1 : 0, .ptg = v == 2 || v == 3 || v == 5 ? 1 : v == 4 ? 2 : 0,
+                    .split = v == 1 || v == 2 || v == 4 ? 16 : v == 3 ? 32 : v == 5 ? -1 : 0, .tag = tg[v]);
+            }
+        ADD(.b = 64, .d = 0.10, .tag = "uniform default");
+        ADD(.b = 64, .d = 0.10, .part = 2, .ptg = 1, .tag = "uniform part forced, groups of 1");
+    }
+    if (b64split == 5) { /* session 22: b64 8192^3 skewed d 0.1 reads 0.70 of uniform on the H100, 0.88 on the H200 (same
+                            code): DRAM bytes and L2 hit rate of each (--ncu), or the cycle accounting (--prof) */
+        ADD(.b = 64, .d = 0.10, .tag = "uniform");
+        ADD(.b = 64, .d = 0.10, .skew = 1, .tag = "skewed default");
+        ADD(.b = 64, .d = 0.10, .skew = 1, .part = -1, .tg = 4, .tag = "skewed part off tg 4");
+        ADD(.b = 64, .d = 0.10, .skew = 1, .part = -1, .split = -1, .tag = "skewed part off no split");
+        ADD(.b = 64, .d = 0.25, .tag = "uniform");
+        ADD(.b = 64, .d = 0.25, .skew = 1, .tag = "skewed default");
+    }
+    if (ncu && !skew && !s7 && !fabric && b64split != 5) { /* one call each, under the profiler */
         ADD(.b = 128, .d = 0.50, .tag = "ncu");
         ADD(.b = 128, .d = 0.10, .tag = "ncu");
         ADD(.b = 64, .d = 0.50, .tag = "ncu");
