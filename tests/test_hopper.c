@@ -702,6 +702,44 @@ BSK_TEST(gpu_hopper_spmm_b64_wide_split)
         bsk_bsr_free(&S);
     }
     bsk__hopper_tune = saved;
+    /* Session 22's long-row rule (B64_SKEW_RULE, the default): 40 rows of 64 block columns, row 0 full, the others
+       about 12 blocks; N = 2560 (5 tiles) keeps both rules above off (2 x 40 x 5 > the grid; w > 16, so 2 max(8, 2w)
+       > 64), so L = max(32, 2 x the mean row) = 32 and only row 0 splits, in fp16 and bf16; not on the direct-epilogue
+       64 x 512 tile (fp32 C, beta != 0), where it was not measured */
+    {
+        const int64_t M2 = 40 * b, K2 = 64 * b;
+        uint8_t *m2 = (uint8_t *)calloc(40 * 64, 1);
+        REQUIRE(m2 != NULL);
+        for (int64_t j = 0; j < 64; j++) {
+            m2[j] = 1;
+            for (int64_t i = 1; i < 40; i++) m2[i * 64 + j] = bsk_rng_uniform(r) < 0.19;
+        }
+        for (int v = 0; v < 2; v++) {
+            bsk_dense D = bsk_test_dense(M2, K2, 0, v ? BSK_BF16 : BSK_F16, r);
+            bsk_bsr S;
+            REQUIRE_OK(bsk_bsr_from_mask(&D, b, b, m2, &S));
+            bsk__hopper_tune.b64_wgn = 256;
+            const int64_t mean2 = 2 * ((S.nnzb + 39) / 40), want = mean2 > 32 ? (2 * mean2 > 64 ? 0 : mean2) : 32;
+            run_device_case(t, ctx, &S, 2560, 0, 0, v ? BSK_BF16 : BSK_F16, 1.0f, 0.0f, 1);
+            if (bsk__hopper_tune.out_split_len != want || strcmp(bsk_last_kernel(ctx), "hopper-wgmma-b64") != 0) {
+                t->failed++;
+                fprintf(stderr, "  long-row rule: kernel %s, split L %d, want hopper-wgmma-b64, %d\n", bsk_last_kernel(ctx),
+                        bsk__hopper_tune.out_split_len, (int)want);
+            }
+            run_device_case(t, ctx, &S, 2560, 0, 0, BSK_F32, 0.5f, -0.75f, 1);
+            CHECK(bsk__hopper_tune.out_split_len == 0);
+            /* the knob restores the old order (half the tiles per partition queue) and no split */
+            bsk__hopper_tune.part_tg = -1;
+            bsk__hopper_tune.split = -1;
+            run_device_case(t, ctx, &S, 2560, 0, 0, v ? BSK_BF16 : BSK_F16, 1.0f, 0.0f, 1);
+            CHECK(bsk__hopper_tune.out_split_len == 0);
+            bsk__hopper_tune = saved;
+            bsk_bsr_free(&S);
+            bsk_test_dense_free(&D);
+        }
+        free(m2);
+    }
+    bsk__hopper_tune = saved;
     for (int v = 0; v < 2; v++) {
         const char *want = v ? "hopper-wgmma-b64t" : "hopper-wgmma-b64";
         bsk__hopper_tune.b64_wgn = 256;

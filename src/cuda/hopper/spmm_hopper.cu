@@ -51,14 +51,17 @@ static const int SPLIT_FEW_DEFAULT = 1; /* session 17: 2048^3 skewed b128 d 0.25
    full grid's pattern — parts of 4 cost more in partial tiles than they balanced — level on session 17's pattern,
    where the d 0.25 gain, with L = 8 anyway, stays) */
 static const int SPLIT_FEW_MIN = 8;
-/* ... and rows far longer than the mean (session 22, H100 ncu: b64 8192^3 skewed d 0.1 read 921 MB of DRAM against
-   315 MB uniform and was DRAM-bound: a 128-block row reads its N tile's whole B column over 128 stages, long after
-   the short rows of that tile read the same panels). L = max(SPLIT_SKEW_MIN, 2 x the mean row): only rows of >= 4
-   means split, so uniform rows never do; with one N tile per group in each partition queue (SKEW_PART_TG) a tile's
-   reads fall in one short window. Where neither rule above splits. */
-static const int SPLIT_SKEW_DEFAULT = 0;
+/* ... and, on the b64 64 x 512 tile (op N), rows far longer than the mean (session 22). H100 ncu: b64 8192^3 skewed
+   d 0.1 read 921 MB of DRAM against 315 MB uniform and was DRAM-bound (84 % of peak): a 128-block row reads its N
+   tile's whole B column over 128 stages, long after the short rows of that tile read the same panels. L = max(
+   SPLIT_SKEW_MIN, 2 x the mean row), so only rows of >= 4 means split (uniform rows never), and each partition queue
+   walks one N tile at a time (part_tg 1, where the prep finds the rows skewed), so a tile's reads fall in one short
+   window. Same-run A/B (skewed 8192^3 d 0.1 / 0.25, MoE d 0.1): H100 0.390 -> 0.500 (+28 %), 0.507 / 0.525 -> 0.555
+   (L 32), 0.489 -> 0.513; H200 0.530 -> 0.544, 0.645 -> 0.636 (-1.4 %), 0.532 -> 0.541; uniform level. Not on b128:
+   one tile per group there cost 15-25 % on the H200 (its half-tile groups already fit L2). Where neither rule above
+   splits. */
+static const int B64_SKEW_RULE = 1;
 static const int SPLIT_SKEW_MIN = 32;
-static const int SKEW_PART_TG = 0; /* N tiles per group inside the partition queues (0: half the tiles) */
 /* L2-partition row groups for op N on rows that are not skewed (tune.part_mode 4 asks for them). Off by default:
    session 9 measured b128 uniform d 0.1 / 0.25 / 0.5 +2.7 / +0.8 / +0.5 % in one run and +1.6 / -1.2 / -0.6 %
    (bf16 d 0.25 -1.2 %) in the next, on another H100 (docs/hopper-spmm-notes.md): below the adoption rule. */
@@ -172,7 +175,7 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, cons
     int64_t L = 0, parts_cap = 0;
     if (CF::CAN_SPLIT && A->nnzb > 0 && bsk__hopper_tune.split != -1) {
         const int ts = bsk__hopper_tune.split;
-        const bool autom = ts == -2 || (ts == 0 && SPLIT_DEFAULT);
+        const bool autom = ts == -2 || ts == -3 || (ts == 0 && SPLIT_DEFAULT);
         if (ts > 0) L = ts;
         else if (autom && 2 * mu * nt <= grid) {
             const int64_t avg = (A->nnzb + mu - 1) / mu, want = (grid + mu * nt - 1) / (mu * nt);
@@ -183,7 +186,7 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, cons
             L = 2 * w > SPLIT_FEW_MIN ? 2 * w : SPLIT_FEW_MIN;
             if (2 * L > nb) L = 0;
         }
-        if (L == 0 && (ts == -3 || (autom && SPLIT_SKEW_DEFAULT))) {
+        if (L == 0 && (ts == -3 || (autom && CF::SLOTEPI && !CF::TRANS && B64_SKEW_RULE))) {
             const int64_t mean2 = 2 * ((A->nnzb + mu - 1) / mu);
             L = mean2 > SPLIT_SKEW_MIN ? mean2 : SPLIT_SKEW_MIN;
             if (2 * L > nb) L = 0;
@@ -291,7 +294,7 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, cons
         p.part = bsk__hopper_tune.part_tab ? (const unsigned char *)bsk__hopper_tune.part_tab
                                            : bsk_cuda_l2_partitions(ctx);
     p.part_force = pm == 1 || pm == 2 ? 1 : 0;
-    p.part_tg = bsk__hopper_tune.part_tg ? bsk__hopper_tune.part_tg : SKEW_PART_TG;
+    p.part_tg = bsk__hopper_tune.part_tg ? bsk__hopper_tune.part_tg : CF::SLOTEPI && !CF::TRANS && B64_SKEW_RULE ? 1 : 0;
     bsk__hopper_tune.out_part = p.part ? (p.part_rows == 1 ? 2 : p.part_rows == 2 ? 3 : 1) : 0;
     p.fab = CF::CAN_SPLIT ? bsk__hopper_tune.fab : 0;
 

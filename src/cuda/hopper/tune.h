@@ -26,7 +26,7 @@ struct bsk_hopper_tune_s {
                        2 four stages + half the tile staged per round (two rounds)                            */
     int split;      /* BM = 128 long-row split (parts of L .. 2L - 1 blocks on different CTAs, fp32 partials
                        added by the row's last part): 0 default (the automatic rule), -1 off, -2 the automatic
-                       rule, -3 the automatic rule with the long-row rule (SPLIT_SKEW) on, > 0 that L (whatever
+                       rule, -3 the automatic rule with the long-row rule (B64_SKEW_RULE) on in any configuration, > 0 that L (whatever
                        the grid)                                                                              */
     int split_mb;   /* workspace budget for the split's partial tiles in MB (0: default)                      */
     int tgroup;     /* N tiles per tile group: the queue takes tgroup N tiles through every band before the next
@@ -52,8 +52,9 @@ struct bsk_hopper_tune_s {
                              the discovered map (bench/l2_partition_probe.sh's ncu table; tests)            */
     void *prof_buf;   /* device buffer of 16 x grid unsigned long long cycle counters, read by kernels built
                          with -DBSK_HOPPER_PROF (bench/hopper_probe.c --prof); NULL otherwise                 */
-    int part_tg;    /* N tiles per tile group inside each L2-partition queue (0: the default, SKEW_PART_TG;
-                       -1: half the N tiles, one group per partition, sessions 8-21)                          */
+    int part_tg;    /* N tiles per tile group inside each L2-partition queue (0: the default — 1 on the b64
+                       64 x 512 tile, op N (B64_SKEW_RULE), else half the N tiles; -1: half the N tiles, one
+                       group per partition, as sessions 8-21)                                                  */
     int slot_epi;   /* the 64 x 512 tile with 16-bit C, beta 0: 0 C staged in the last ring slot and TMA-stored
                        (session 20), -1 the direct epilogue                                                      */
 };
