@@ -109,6 +109,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--b64slot2")) b64slot = 2;
         else if (!strcmp(argv[i], "--b64slot")) b64slot = 1; /* session 20: 64 x 512 with C staged in the last slot */
         else if (!strcmp(argv[i], "--tgskew")) b64split = 4; /* session 21: tile groups on skewed rows */
+        else if (!strcmp(argv[i], "--b64old")) b64split = 8; /* session 22: the b64 default against sessions 20 / 21 */
         else if (!strcmp(argv[i], "--skewrule")) b64split = 7; /* session 22: the long-row split rule + one tile per group */
         else if (!strcmp(argv[i], "--skewsplit")) b64split = 6; /* session 22: tile-major order + long-row split, b64 skewed */
         else if (!strcmp(argv[i], "--skewb64")) b64split = 5; /* session 22: b64 skewed vs uniform (with --ncu / --prof) */
@@ -589,6 +590,20 @@ int main(int argc, char **argv)
         ADD(.b = 128, .d = 0.10, .skew = 1, .tag = "default");
         ADD(.b = 128, .d = 0.10, .skew = 1, .part = 3, .tag = "row groups");
         ADD(.b = 128, .d = 0.10, .skew = 1, .tag = "default");
+    }
+    if (b64split == 8) { /* session 22, H200 bench: MoE skewed b64 d 0.1 read 402 TFLOPS against session 20's 422 (other
+                            runs). Same run: today's default, session 21's (no long-row rule, half-tile groups) and session
+                            20's kernel (no split, no partition queues, no automatic L2 hints), A B C C B A */
+        static const struct { int64_t m, n, k; double d; int sk; } pt[4] = {
+            {32768, 4096, 4096, 0.10, 1}, {32768, 4096, 4096, 0.25, 1}, {0, 0, 0, 0.10, 1}, {32768, 4096, 4096, 0.10, 0}};
+        static const char *tg[3] = {"default", "session 21 default", "session 20 kernel"};
+        for (int q = 0; q < 4; q++)
+            for (int r = 0; r < 6; r++) {
+                const int v = r < 3 ? r : 5 - r;
+                ADD(.b = 64, .d = pt[q].d, .skew = pt[q].sk, .m = pt[q].m, .n = pt[q].n, .k = pt[q].k,
+                    .ptg = v ? -1 : 0, .split = v == 1 ? -2 : v == 2 ? -1 : 0, .part = v == 2 ? -1 : 0,
+                    .l2h = v == 2 ? -1 : 0, .tag = tg[v]);
+            }
     }
     if (b64split == 7) { /* session 22, H100 --skewsplit: split L 32 + one N tile per group in each partition queue gave
                             b64 8192^3 skewed d 0.1 0.39 -> 0.50, d 0.25 +6 %, MoE +5 %. The rule (split -3: L = max(32,

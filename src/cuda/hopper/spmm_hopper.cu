@@ -186,7 +186,7 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, cons
             L = 2 * w > SPLIT_FEW_MIN ? 2 * w : SPLIT_FEW_MIN;
             if (2 * L > nb) L = 0;
         }
-        if (L == 0 && (ts == -3 || (autom && CF::SLOTEPI && !CF::TRANS && B64_SKEW_RULE))) {
+        if (L == 0 && (ts == -3 || (ts == 0 && SPLIT_DEFAULT && CF::SLOTEPI && !CF::TRANS && B64_SKEW_RULE))) {
             const int64_t mean2 = 2 * ((A->nnzb + mu - 1) / mu);
             L = mean2 > SPLIT_SKEW_MIN ? mean2 : SPLIT_SKEW_MIN;
             if (2 * L > nb) L = 0;

@@ -25,8 +25,9 @@ struct bsk_hopper_tune_s {
     int ring4;      /* TMA-store epilogue configurations: 0 default, 1 three stages + the whole tile staged at once,
                        2 four stages + half the tile staged per round (two rounds)                            */
     int split;      /* BM = 128 long-row split (parts of L .. 2L - 1 blocks on different CTAs, fp32 partials
-                       added by the row's last part): 0 default (the automatic rule), -1 off, -2 the automatic
-                       rule, -3 the automatic rule with the long-row rule (B64_SKEW_RULE) on in any configuration, > 0 that L (whatever
+                       added by the row's last part): 0 default (the automatic rules), -1 off, -2 the automatic
+                       rules of sessions 6-21 (no long-row rule), -3 the automatic rules with the long-row rule
+                       (B64_SKEW_RULE) in any configuration, > 0 that L (whatever
                        the grid)                                                                              */
     int split_mb;   /* workspace budget for the split's partial tiles in MB (0: default)                      */
     int tgroup;     /* N tiles per tile group: the queue takes tgroup N tiles through every band before the next
