@@ -5,7 +5,8 @@
    Timing: CUDA events around one call, 3 warm-ups, median of ITERS, L2 flushed (256 MB memset) before each timed
    call. Every configuration's values are checked against cuBLAS X·Yᵀ (fp32) on the kept blocks.
    --ctas alternates the persistent grid (max_ctas 0 = one CTA per SM / 120 / 110 / 100 / 88 / 66).
-   Usage: sddmm_probe [--d 0.1] [--block 64|128] [--groups | --ctas] [--iters N] — built by `make probes`, run by hand on the
+   --skewed: the power-law pattern (bsk_bsr_random's skewed rows) instead of the uniform one (session 22).
+   Usage: sddmm_probe [--d 0.1] [--block 64|128] [--skewed] [--groups | --ctas] [--iters N] — built by `make probes`, run by hand on the
    device machine. */
 #include "probe_util.h"
 
@@ -44,13 +45,14 @@ static void run_xyt(void *p)
 int main(int argc, char **argv)
 {
     double d = 0.10;
-    int groups = 0, ctas = 0;
+    int groups = 0, ctas = 0, skewed = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--d") && i + 1 < argc) d = atof(argv[++i]);
         else if (!strcmp(argv[i], "--iters") && i + 1 < argc) ITERS = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--block") && i + 1 < argc) BLK = atoi(argv[++i]) == 64 ? 64 : 128;
         else if (!strcmp(argv[i], "--groups")) groups = 1;
         else if (!strcmp(argv[i], "--ctas")) ctas = 1;
+        else if (!strcmp(argv[i], "--skewed")) skewed = 1;
     }
     cublasHandle_t h;
     bsk_context *ctx;
@@ -75,7 +77,7 @@ int main(int argc, char **argv)
     CK(cudaMemcpy(hr, dR, n2 * 4, cudaMemcpyDeviceToHost));
 
     bsk_bsr hA, A;
-    CS(bsk_bsr_random(S_, S_, BLK, BLK, d, BSK_PATTERN_UNIFORM, 777, BSK_F16, &hA));
+    CS(bsk_bsr_random(S_, S_, BLK, BLK, d, skewed ? BSK_PATTERN_SKEWED : BSK_PATTERN_UNIFORM, 777, BSK_F16, &hA));
     CS(bsk_bsr_clone(&hA, BSK_MEM_DEVICE, &A));
     const size_t nv = (size_t)A.nnzb * BLK * BLK;
     uint16_t *hv = (uint16_t *)malloc(nv * 2);
@@ -94,8 +96,8 @@ int main(int argc, char **argv)
                    : groups ? (int)(sizeof cfg_groups / sizeof cfg_groups[0])
                             : (int)(sizeof cfg_split / sizeof cfg_split[0]);
     const int dflt = groups || ctas; /* the split knobs at their defaults */
-    printf("SDDMM probe: %s, 8192^3 b%d d %.2f, nnzb %lld, cuBLAS X·Yᵀ %.1f TFLOPS\n", info.name, BLK, d,
-           (long long)A.nnzb, dense_tf);
+    printf("SDDMM probe: %s, 8192^3 b%d d %.2f %s, nnzb %lld, cuBLAS X·Yᵀ %.1f TFLOPS\n", info.name, BLK, d,
+           skewed ? "skewed" : "uniform", (long long)A.nnzb, dense_tf);
     for (int ci = 0; ci < nc; ci++) {
         memset(&bsk__hopper_sddmm_tune, 0, sizeof bsk__hopper_sddmm_tune);
         bsk__hopper_sddmm_tune.split = dflt ? 0 : cfg[ci][0];
