@@ -323,6 +323,9 @@ BSK_TEST(gpu_hopper_spmm_partition_queues)
         bsk__hopper_tune.part_tg = 1 + w;
         run_device_case(t, ctx, &A, N, 0, 0, BSK_F16, 1.0f, 0.0f, 1);
         CHECK(bsk__hopper_tune.out_part == 1);
+        /* beta != 0 (the direct epilogue reads C): an item taken twice would add its product twice */
+        run_device_case(t, ctx, &A, N, 8, 0, BSK_F32, 0.5f, 1.0f, 1);
+        CHECK(bsk__hopper_tune.out_part == 1);
         {
             bsk_bsr S = spmm_random_bsr(9 * 64 - 5, 14 * 64 + 3, 64, 0.3, BSK_PATTERN_SKEWED, BSK_BF16);
             bsk__hopper_tune.b64_wgn = 256;
@@ -728,6 +731,14 @@ BSK_TEST(gpu_hopper_spmm_b64_wide_split)
             }
             run_device_case(t, ctx, &S, 2560, 0, 0, BSK_F32, 0.5f, -0.75f, 1);
             CHECK(bsk__hopper_tune.out_split_len == 0);
+            /* the split parts with one tile per group in forced partition queues (a table, not the discovered map,
+               which may not be ready): row 0's parts share their tile's queue */
+            bsk__hopper_tune.part_mode = 1;
+            bsk__hopper_tune.part_tab = dtab;
+            run_device_case(t, ctx, &S, 2560 - 8 * v, 8, 0, v ? BSK_BF16 : BSK_F16, -1.0f, 0.0f, 1);
+            CHECK(bsk__hopper_tune.out_part == 1 && bsk__hopper_tune.out_split_len == want);
+            bsk__hopper_tune = saved;
+            bsk__hopper_tune.b64_wgn = 256;
             /* the knob restores the old order (half the tiles per partition queue) and no split */
             bsk__hopper_tune.part_tg = -1;
             bsk__hopper_tune.split = -1;

@@ -62,6 +62,12 @@ static const int SPLIT_FEW_MIN = 8;
    splits. */
 static const int B64_SKEW_RULE = 1;
 static const int SPLIT_SKEW_MIN = 32;
+/* Its partial tiles' budget (MB): the host cannot see the row lengths, so it reserves slots for nnzb / L parts up to
+   the budget whatever the rows (uniform ones never split). 128 MB (the rules above) would take ~100 MB of workspace at
+   8192^3 b64 d 0.1 for nothing; 32 MB holds the parts of the measured patterns (8192^3 skewed d 0.1: 6 parts x 4 MB,
+   d 0.25 (L 64): 8; MoE d 0.1: 6 x 2 MB). Where more parts would be needed the prep kernel doubles L (MoE skewed d 0.25:
+   L 64, no row long enough: unsplit, which was the faster there on the H200). */
+static const int SPLIT_SKEW_MB = 32;
 /* L2-partition row groups for op N on rows that are not skewed (tune.part_mode 4 asks for them). Off by default:
    session 9 measured b128 uniform d 0.1 / 0.25 / 0.5 +2.7 / +0.8 / +0.5 % in one run and +1.6 / -1.2 / -0.6 %
    (bf16 d 0.25 -1.2 %) in the next, on another H100 (docs/hopper-spmm-notes.md): below the adoption rule. */
@@ -167,12 +173,15 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, cons
     if (bsk__hopper_tune.max_ctas > 0 && bsk__hopper_tune.max_ctas < grid) grid = bsk__hopper_tune.max_ctas;
 
     /* Long-row split: the part length L (rows of >= 2L blocks are split; 0: none). tune.split: 0 default,
-       -1 off, -2 the automatic rule, > 0 that L. Automatic (the default): when the items of whole rows
-       (units x N tiles) fill at most half the grid, L = the average row length over the parts per row that
-       would fill the grid, at least SPLIT_MIN_LEN; otherwise the few-blocks-per-CTA rule above. The slots (one
-       fp32 tile per part and N tile) are bounded on the host by nnzb / L parts and the workspace budget; the prep
-       kernel doubles L if the pattern's parts do not fit. */
+       -1 off, -2 the automatic rules of sessions 6-21, -3 those and the long-row rule in any configuration, > 0
+       that L. Automatic (the default): when the items of whole rows (units x N tiles) fill at most half the grid,
+       L = the average row length over the parts per row that would fill the grid, at least SPLIT_MIN_LEN;
+       otherwise the few-blocks-per-CTA rule above; otherwise, on the b64 64 x 512 tile, the long-row rule. The
+       slots (one fp32 tile per part and N tile) are bounded on the host by nnzb / L parts and the workspace budget
+       (SPLIT_MB_DEFAULT, SPLIT_SKEW_MB for the long-row rule); the prep kernel doubles L if the pattern's parts do
+       not fit. */
     int64_t L = 0, parts_cap = 0;
+    bool skew_rule = false;
     if (CF::CAN_SPLIT && A->nnzb > 0 && bsk__hopper_tune.split != -1) {
         const int ts = bsk__hopper_tune.split;
         const bool autom = ts == -2 || ts == -3 || (ts == 0 && SPLIT_DEFAULT);
@@ -190,9 +199,12 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, cons
             const int64_t mean2 = 2 * ((A->nnzb + mu - 1) / mu);
             L = mean2 > SPLIT_SKEW_MIN ? mean2 : SPLIT_SKEW_MIN;
             if (2 * L > nb) L = 0;
+            skew_rule = L > 0;
         }
         if (L > 0) {
-            const int64_t mb_ = bsk__hopper_tune.split_mb > 0 ? bsk__hopper_tune.split_mb : SPLIT_MB_DEFAULT;
+            const int64_t mb_ = bsk__hopper_tune.split_mb > 0 ? bsk__hopper_tune.split_mb
+                                : skew_rule                   ? SPLIT_SKEW_MB
+                                                              : SPLIT_MB_DEFAULT;
             const int64_t per_part = nt * 2 * (int64_t)CF::SPLIT_F4 * 16; /* bytes of one part's tiles */
             parts_cap = A->nnzb / L;
             if (parts_cap > (mb_ << 20) / per_part) parts_cap = (mb_ << 20) / per_part;

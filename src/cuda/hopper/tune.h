@@ -44,7 +44,8 @@ struct bsk_hopper_tune_s {
                              partitions, each walking every N tile: A read by one partition only) whatever the
                              rows, 3 session 8's default (= 0 while ROW_GROUPS_DEFAULT is off), 4 op N: row
                              groups on unskewed rows, tile groups on skewed ones (session 9's candidate
-                             default). Row groups never with the long-row split.                          */
+                             default). Row groups never with the long-row split (on the b64 64 x 512 tile the
+                             long-row rule sets L on most calls: row groups there need split -1 or -2).       */
     int l2promo;          /* TMA L2 promotion of the A / B loads: 0 default (256 B), 1 none, 2 64 B, 3 128 B  */
     int fab;              /* session 9 diagnostics, TIMING ONLY (wrong results): bit 1 no C store (the tile is
                              staged, not written), bit 2 every A load reads block 0, bit 4 every B load reads
@@ -54,8 +55,10 @@ struct bsk_hopper_tune_s {
     void *prof_buf;   /* device buffer of 16 x grid unsigned long long cycle counters, read by kernels built
                          with -DBSK_HOPPER_PROF (bench/hopper_probe.c --prof); NULL otherwise                 */
     int part_tg;    /* N tiles per tile group inside each L2-partition queue (0: the default — 1 on the b64
-                       64 x 512 tile, op N (B64_SKEW_RULE), else half the N tiles; -1: half the N tiles, one
-                       group per partition, as sessions 8-21)                                                  */
+                       64 x 512 tile, op N (B64_SKEW_RULE), else half the N tiles; -1, or >= the N tiles: half
+                       the N tiles, one group per partition, as sessions 8-21). Partition 0 takes the first
+                       ceil(groups / 2) groups: with a size that does not divide the tiles evenly the halves can
+                       be uneven (5 tiles in groups of 2: 4 and 1) — a probe knob there, not a default          */
     int slot_epi;   /* the 64 x 512 tile with 16-bit C, beta 0: 0 C staged in the last ring slot and TMA-stored
                        (session 20), -1 the direct epilogue                                                      */
 };
