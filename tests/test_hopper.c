@@ -637,7 +637,8 @@ BSK_TEST(gpu_hopper_spmm_split)
 /* Session 21: the long-row split on the 64 x 512 slot-epilogue tile (b64, 16-bit C, beta 0), op N and op T. Rows
    0 full, 1 empty, 2 exactly 2L, 3 2L - 1 (not split), 4.. about half; N from one partial 512-column tile to three;
    parts on 1 / 2 / 3 CTAs, few slots (the prep doubles L), tile groups, partition queues forced; the automatic rule
-   on a skewed pattern; determinism (the parts add in part order whichever finishes first). */
+   on a skewed pattern; session 22's long-row rule (L, the fp32 tile without it, forced partition queues, the knobs
+   that restore the old path); determinism (the parts add in part order whichever finishes first). */
 BSK_TEST(gpu_hopper_spmm_b64_wide_split)
 {
     bsk_context *ctx = NULL;
