@@ -182,6 +182,8 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, cons
        not fit. */
     int64_t L = 0, parts_cap = 0;
     bool skew_rule = false;
+    /* the configuration the long-row rule and one tile per partition group were measured on (op N, slot tile) */
+    const bool skew64 = CF::SLOTEPI && !CF::TRANS && B64_SKEW_RULE;
     if (CF::CAN_SPLIT && A->nnzb > 0 && bsk__hopper_tune.split != -1) {
         const int ts = bsk__hopper_tune.split;
         const bool autom = ts == -2 || ts == -3 || (ts == 0 && SPLIT_DEFAULT);
@@ -195,7 +197,7 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, cons
             L = 2 * w > SPLIT_FEW_MIN ? 2 * w : SPLIT_FEW_MIN;
             if (2 * L > nb) L = 0;
         }
-        if (L == 0 && (ts == -3 || (ts == 0 && SPLIT_DEFAULT && CF::SLOTEPI && !CF::TRANS && B64_SKEW_RULE))) {
+        if (L == 0 && (ts == -3 || (ts == 0 && SPLIT_DEFAULT && skew64))) {
             const int64_t mean2 = 2 * ((A->nnzb + mu - 1) / mu);
             L = mean2 > SPLIT_SKEW_MIN ? mean2 : SPLIT_SKEW_MIN;
             if (2 * L > nb) L = 0;
@@ -306,7 +308,7 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, cons
         p.part = bsk__hopper_tune.part_tab ? (const unsigned char *)bsk__hopper_tune.part_tab
                                            : bsk_cuda_l2_partitions(ctx);
     p.part_force = pm == 1 || pm == 2 ? 1 : 0;
-    p.part_tg = bsk__hopper_tune.part_tg ? bsk__hopper_tune.part_tg : CF::SLOTEPI && !CF::TRANS && B64_SKEW_RULE ? 1 : 0;
+    p.part_tg = bsk__hopper_tune.part_tg ? bsk__hopper_tune.part_tg : skew64 ? 1 : 0;
     bsk__hopper_tune.out_part = p.part ? (p.part_rows == 1 ? 2 : p.part_rows == 2 ? 3 : 1) : 0;
     p.fab = CF::CAN_SPLIT ? bsk__hopper_tune.fab : 0;
 
