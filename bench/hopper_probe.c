@@ -109,6 +109,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--b64slot2")) b64slot = 2;
         else if (!strcmp(argv[i], "--b64slot")) b64slot = 1; /* session 20: 64 x 512 with C staged in the last slot */
         else if (!strcmp(argv[i], "--tgskew")) b64split = 4; /* session 21: tile groups on skewed rows */
+        else if (!strcmp(argv[i], "--skew128")) b64split = 9; /* session 23: b128 skewed, split lengths x partition groups */
         else if (!strcmp(argv[i], "--b64old")) b64split = 8; /* session 22: the b64 default against sessions 20 / 21 */
         else if (!strcmp(argv[i], "--skewrule")) b64split = 7; /* session 22: the long-row split rule + one tile per group */
         else if (!strcmp(argv[i], "--skewsplit")) b64split = 6; /* session 22: tile-major order + long-row split, b64 skewed */
@@ -591,6 +592,26 @@ int main(int argc, char **argv)
         ADD(.b = 128, .d = 0.10, .skew = 1, .part = 3, .tag = "row groups");
         ADD(.b = 128, .d = 0.10, .skew = 1, .tag = "default");
     }
+    if (b64split == 9) { /* session 23, H100 ncu (--skewb64): b128 8192^3 skewed d 0.1 reads 557 MB of DRAM vs 209 MB
+                            uniform (L2 hit 58 vs 76 %, DRAM 83 % of peak), as b64 did before session 22's rule. b64's fix
+                            (L 32, one tile per group) lost on b128: with 32 N tiles of 256 columns a CTA's share of the
+                            work is ~100 block-times, so a long part that starts late in the run is a tail of ~30 %.
+                            Hypothesis: groups of G tiles (G x 4 MB of B per partition fits its half of L2) and parts short
+                            enough (L 8-16) that the last group's long parts end with the run. A B C .. C B A per point. */
+        static const struct { int64_t m, n, k; double d; int sk; } pt[4] = {
+            {0, 0, 0, 0.10, 1}, {0, 0, 0, 0.25, 1}, {32768, 4096, 4096, 0.10, 1}, {0, 0, 0, 0.10, 0}};
+        static const struct { int split, ptg; const char *tag; } va[7] = {
+            {0, 0, "default"}, {32, 4, "split 32, groups of 4"}, {16, 4, "split 16, groups of 4"},
+            {16, 2, "split 16, groups of 2"}, {8, 2, "split 8, groups of 2"}, {8, 4, "split 8, groups of 4"},
+            {16, 0, "split 16, half tiles"}};
+        for (int q = 0; q < 4; q++)
+            for (int r = 0; r < 14; r++) {
+                const int v = r < 7 ? r : 13 - r;
+                if (q == 3 && v != 0 && v != 2 && v != 4) continue; /* uniform: the rule must not touch it */
+                ADD(.b = 128, .d = pt[q].d, .skew = pt[q].sk, .m = pt[q].m, .n = pt[q].n, .k = pt[q].k,
+                    .ptg = va[v].ptg, .split = va[v].split, .tag = va[v].tag);
+            }
+    }
     if (b64split == 8) { /* session 22, H200 bench: MoE skewed b64 d 0.1 read 402 TFLOPS against session 20's 422 (other
                             runs). Same run: today's default, session 21's (no long-row rule, half-tile groups) and session
                             20's kernel (no split, no partition queues, no automatic L2 hints), A B C C B A */
@@ -647,6 +668,10 @@ int main(int argc, char **argv)
         ADD(.b = 64, .d = 0.10, .skew = 1, .part = -1, .split = -1, .tag = "skewed part off no split");
         ADD(.b = 64, .d = 0.25, .tag = "uniform");
         ADD(.b = 64, .d = 0.25, .skew = 1, .tag = "skewed default");
+        /* session 23: b128 skewed d 0.1 reads 0.82 of uniform on the H100 (0.90 on the H200): the same question */
+        ADD(.b = 128, .d = 0.10, .tag = "b128 uniform");
+        ADD(.b = 128, .d = 0.10, .skew = 1, .tag = "b128 skewed default");
+        ADD(.b = 128, .d = 0.10, .skew = 1, .split = -3, .ptg = -1, .tag = "b128 skewed rule, half tiles");
     }
     if (ncu && !skew && !s7 && !fabric && b64split != 5) { /* one call each, under the profiler */
         ADD(.b = 128, .d = 0.50, .tag = "ncu");

@@ -98,8 +98,11 @@ int main(int argc, char **argv)
     const int dflt = groups || ctas; /* the split knobs at their defaults */
     printf("SDDMM probe: %s, 8192^3 b%d d %.2f %s, nnzb %lld, cuBLAS X·Yᵀ %.1f TFLOPS\n", info.name, BLK, d,
            skewed ? "skewed" : "uniform", (long long)A.nnzb, dense_tf);
+    int *d_groups = NULL, used_groups = 0; /* the column groups the prep kernel used (its automatic rule) */
+    CK(cudaMalloc((void **)&d_groups, sizeof(int)));
     for (int ci = 0; ci < nc; ci++) {
         memset(&bsk__hopper_sddmm_tune, 0, sizeof bsk__hopper_sddmm_tune);
+        bsk__hopper_sddmm_tune.groups_out = d_groups;
         bsk__hopper_sddmm_tune.split = dflt ? 0 : cfg[ci][0];
         bsk__hopper_sddmm_tune.split_order = dflt ? 0 : cfg[ci][1];
         bsk__hopper_sddmm_tune.col_groups = groups ? cfg[ci][1] : 0;
@@ -108,6 +111,7 @@ int main(int argc, char **argv)
         run_sddmm(&sa);
         CS(bsk_synchronize(ctx));
         CK(cudaMemcpy(hv, A.values, nv * 2, cudaMemcpyDeviceToHost));
+        CK(cudaMemcpy(&used_groups, d_groups, sizeof(int), cudaMemcpyDeviceToHost));
         double num = 0, den = 0;
         for (int64_t i = 0; i < S_ / BLK; i++)
             for (int32_t k = hA.row_ptr[i]; k < hA.row_ptr[i + 1]; k++) {
@@ -123,11 +127,12 @@ int main(int argc, char **argv)
         const double err = sqrt(num / den);
         const double ms = probe_time(run_sddmm, &sa, ITERS, flush_buf, FLUSH, ev0, ev1, NULL);
         const double tf = 2.0 * (double)A.nnzb * BLK * BLK * S_ / (ms * 1e-3) * 1e-12;
-        printf("split %2d %s %d | %8.4f ms %7.1f TFLOPS E %.3f err %.2e %s%s\n", cfg[ci][0],
+        printf("split %2d %s %d | %8.4f ms %7.1f TFLOPS E %.3f err %.2e %s (groups %d)%s\n", cfg[ci][0],
                ctas ? "max_ctas" : groups ? "col_groups" : "order", cfg[ci][1], ms, tf, tf / dense_tf, err, bsk_last_kernel(ctx),
-               err < 2e-3 ? "" : "  WRONG");
+               used_groups, err < 2e-3 ? "" : "  WRONG");
         fflush(stdout);
     }
+    CK(cudaFree(d_groups));
     bsk_bsr_free(&A);
     bsk_bsr_free(&hA);
     bsk_destroy(ctx);

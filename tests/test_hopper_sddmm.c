@@ -275,6 +275,69 @@ BSK_TEST(gpu_hopper_sddmm_col_groups)
     bsk_destroy(ctx);
 }
 
+/* The automatic column-group rule the prep kernel applies (knob col_groups -1: the rule whatever Y's size; by default
+   only with >= 64 MB of Y at B = 64): G = 3 on skewed rows (longest >= twice the mean, >= 4 blocks) of >= 2 items on
+   average, or on rows of >= 6 items; otherwise the row order. Each case's pattern is drawn here, the rule's answer
+   computed from it on the host and compared with the G the kernel reports (tune.groups_out); the values against the
+   reference, twice bitwise equal. The cases must produce both answers (a rule stuck at one value fails). */
+BSK_TEST(gpu_hopper_sddmm_col_groups_auto)
+{
+    bsk_context *ctx = NULL;
+    const char *why = hs_skip_reason(&ctx);
+    if (why) SKIP(why);
+    int *d_groups = NULL;
+    if (cudaMalloc((void **)&d_groups, sizeof(int)) != cudaSuccess) {
+        CHECK(0);
+        bsk_destroy(ctx);
+        return;
+    }
+    static const struct { int b; double density; bsk_pattern pat; int ctas; float beta; } cs[5] = {
+        {64, 0.30, BSK_PATTERN_SKEWED, 0, 0.0f},  {64, 0.20, BSK_PATTERN_UNIFORM, 0, 0.0f},
+        {64, 0.85, BSK_PATTERN_UNIFORM, 3, 0.5f}, {64, 0.10, BSK_PATTERN_SKEWED, 0, 0.0f},
+        {128, 0.40, BSK_PATTERN_SKEWED, 5, 0.0f}};
+    int seen[2] = {0, 0};
+    for (int v = 0; v < 5; v++) {
+        bsk__hopper_sddmm_tune = tune_default;
+        bsk__hopper_sddmm_tune.col_groups = -1;
+        bsk__hopper_sddmm_tune.groups_out = d_groups;
+        bsk__hopper_sddmm_tune.max_ctas = cs[v].ctas;
+        const int b = cs[v].b, gb = b == 64 ? 8 : 2;
+        hs_case c = hs_default(b, v == 2 ? BSK_BF16 : BSK_F16, v == 2 ? BSK_F32 : BSK_F16);
+        c.m = (int64_t)b * 9 + 7;
+        c.k = (int64_t)b * (b == 64 ? 64 : 32) + 3; /* 65 / 33 block columns, a partial last one */
+        c.d = 136;
+        c.density = cs[v].density;
+        c.pat = cs[v].pat;
+        c.beta = cs[v].beta;
+        c.reps = 2;
+        bsk_bsr P;
+        bsk_status s = bsk_bsr_random(c.m, c.k, b, b, c.density, c.pat, bsk_rng_next(bsk_test_rng()), c.out, &P);
+        CHECK_STATUS(s, BSK_SUCCESS);
+        if (s) continue;
+        const long long mb = bsk_bsr_mb(&P), n = P.nnzb;
+        long long L = 0;
+        for (long long i = 0; i < mb; i++)
+            if (P.row_ptr[i + 1] - P.row_ptr[i] > L) L = P.row_ptr[i + 1] - P.row_ptr[i];
+        const int skewed = L >= 4 && L * mb >= 2 * n;
+        const int want = (skewed && n >= 2LL * gb * mb) || n >= 6LL * gb * mb ? 3 : 1;
+        int got = -7;
+        cudaMemset(d_groups, 0xff, sizeof(int));
+        hs_run(t, ctx, &c, &P);
+        CHECK(cudaMemcpy(&got, d_groups, sizeof(int), cudaMemcpyDeviceToHost) == cudaSuccess);
+        if (got != want) {
+            t->failed++;
+            fprintf(stderr, "  %s:%d: case %d (b %d, longest %lld, nnzb %lld, rows %lld): groups %d, want %d\n",
+                    __FILE__, __LINE__, v, b, L, n, mb, got, want);
+        }
+        seen[want == 3]++;
+        bsk_bsr_free(&P);
+    }
+    CHECK(seen[0] > 0 && seen[1] > 0);
+    cudaFree(d_groups);
+    bsk__hopper_sddmm_tune = tune_default;
+    bsk_destroy(ctx);
+}
+
 /* The D split and its reduction: forced S on small persistent grids (each CTA takes many units, the ring's
    phases run on across items), item-major and part-major units, and the planner's own choice on a grid that
    leaves a one-round tail (5 CTAs, ~6 items: it splits the last one 5 ways). Results are
@@ -496,6 +559,7 @@ BSK_TEST(gpu_hopper_sddmm_dtypes_blocks) { SKIP("built without CUDA"); }
 BSK_TEST(gpu_hopper_sddmm_b64_tiles) { SKIP("built without CUDA"); }
 BSK_TEST(gpu_hopper_sddmm_split) { SKIP("built without CUDA"); }
 BSK_TEST(gpu_hopper_sddmm_col_groups) { SKIP("built without CUDA"); }
+BSK_TEST(gpu_hopper_sddmm_col_groups_auto) { SKIP("built without CUDA"); }
 BSK_TEST(gpu_hopper_sddmm_empty_rows_and_nnz0) { SKIP("built without CUDA"); }
 BSK_TEST(gpu_hopper_sddmm_malformed_indices_safe) { SKIP("built without CUDA"); }
 BSK_TEST(gpu_hopper_sddmm_declines) { SKIP("built without CUDA"); }

@@ -26,16 +26,21 @@ typedef Cfg<64, 4, 5> Cfg64;    /* tile 64 x 256, 40 KB stages                  
 static const int SLOTS_PER_CTA = 4;
 
 /* The column-group item order (items cut at G groups of block columns, listed group-major: a wave of CTAs reads one
-   group's Y panels). Measured at 8192³ b64 (H200, session 18, `sddmm_col_groups_h200_2026-11-27_s18.txt`): d 0.5
-   G = 4 +17 % (the row order's L2 hit rate was 55 %), but d 0.25 −5 to −10 % and d 0.1 −20 to −50 % (a (row, group)
-   then holds fewer blocks than an item: short items, the X panel reloaded per item); d 0.375 +3–5 % (G = 3 +6 %),
-   d 0.75 +41 %; b128 d 0.5 G = 2 +2.3 %, d 0.25 −6 %, d 0.1 level. So only when Y does not fit in L2 (≥ 64 MB of
-   panels) and the rows are long: G = 4 at B = 64 with ≥ 48 blocks per row on average (6 items of the default
-   8), G = 2 at B = 128 with ≥ 24 (12 items of 2). */
+   group's Y panels). It pays only when Y does not fit in L2 (>= 64 MB of panels) and the rows are long:
+   - B = 64 (H200, session 18, `sddmm_col_groups_h200_2026-11-27_s18.txt`, uniform): d 0.5 +17 %, d 0.375 +3-6 %,
+     d 0.75 +41 %, but d 0.25 -5 to -10 % and d 0.1 -20 to -50 % (a (row, group) then holds fewer blocks than an
+     item: short items, the X panel reloaded per item). Skewed rows (H100, session 23,
+     `sddmm_skew_groups_h100_2026-11-27_s23.txt`): G = 3 d 0.2 / 0.25 / 0.3 / 0.375 / 0.5 +21 / +39 / +21 / +40 /
+     +27 % over the row order (which read 2.5 GB of DRAM at d 0.25 vs 1.1 GB on uniform rows), d 0.15 +5 %, d 0.1
+     -12 %; G = 3 is level with G = 4 on uniform rows at d >= 0.375 and ahead on skewed ones. Whether the rows are
+     skewed only the device knows: the prep kernel applies the rule (col_groups = -3: G = 3 on skewed rows of >= 2
+     items on average, or rows of >= 6 items whatever their spread).
+   - B = 128: G = 2 with >= 24 blocks per row on average (12 items of 2; d 0.5 +2.3 %, d 0.25 -6 %, d 0.1 level on
+     the H200; skewed rows on the H100: d 0.1 level, d 0.25 -3 %, d 0.5 +5 %). */
 static int col_groups_auto(int B, int64_t mb, int64_t nnzb, int64_t K, int64_t D)
 {
     if (K * D * 2 < ((int64_t)64 << 20)) return 1;
-    if (B == 64 && nnzb >= 48 * mb) return 4;
+    if (B == 64) return -3;
     if (B == 128 && nnzb >= 24 * mb) return 2;
     return 1;
 }
@@ -57,8 +62,10 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, floa
     /* items: ceil(n / GB) per (row, column group) segment of n blocks, so at most ceil(nnzb / GB) plus one per
        segment (well-formed row_ptr; the prep kernel stops at cap otherwise) */
     const int kg = bsk__hopper_sddmm_tune.col_groups;
-    const int G = kg >= 2 && kg <= 64 ? kg : kg == 0 ? col_groups_auto(CF::B, mb, nnzb, K, D) : 1;
-    const int64_t cap = (nnzb + CF::GB - 1) / CF::GB + mb * G;
+    /* G > 0: fixed; G < 0: the prep kernel chooses between -G groups and the row order (kg = -1: that rule
+       whatever Y's size, for tests) */
+    const int G = kg >= 2 && kg <= 64 ? kg : kg == 0 ? col_groups_auto(CF::B, mb, nnzb, K, D) : kg == -1 ? -3 : 1;
+    const int64_t cap = (nnzb + CF::GB - 1) / CF::GB + mb * (G < 0 ? -G : G);
     /* TMA coordinates, item and unit counts are 32-bit: leave giant shapes to the portable path. */
     if (M + 2 * CF::B >= INT32_MAX || K + 2 * CF::B >= INT32_MAX || D + 128 >= INT32_MAX ||
         cap + 8 * (int64_t)grid + 64 >= INT32_MAX || nnzb + 64 >= INT32_MAX)
@@ -104,7 +111,7 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, floa
                                               (int)cap, grid, chunks, (int)slot_cap, force,
                                               bsk__hopper_sddmm_tune.split_order ? 1 : 0, G,
                                               (int4 *)(w + off_items), (int *)(w + 64), (unsigned *)w,
-                                              (int *)(w + off_ctr));
+                                              (int *)(w + off_ctr), bsk__hopper_sddmm_tune.groups_out);
     if ((s = BSK_CUDA_LAUNCH_CHECK())) return s;
 
     if ((s = bsk_hopper_launch(sddmm_kernel<CF, DT>, grid, CF::THREADS, CF::SMEM, stream,

@@ -134,6 +134,11 @@ __device__ __forceinline__ long long scan_excl_1024(long long v, long long *ws)
    row is — so a wave of CTAs reads the Y panels of one group only. The group bounds come from binary searches
    over col_idx; on unsorted (malformed) rows they are still monotone inside the row, so the segments still
    cover the row once and items stay in bounds. At most `cap` items (the workspace's room; only malformed row_ptr can ask for more).
+   col_groups = -G (the automatic rule, sddmm_hopper.cu): this kernel decides between G groups and the row order
+   from the rows it reads — G when the rows are skewed (the longest >= twice the mean and >= 4 blocks) and average
+   >= 2 items, or average >= 6 items whatever their spread; 1 otherwise (session 23, `sddmm_skew_groups_h100_…_s23`:
+   b64 skewed d 0.15-0.5 +5 to +40 % with G = 3, d 0.1 -4 to -12 %; uniform rows of 4 items -4.5 %). The G used
+   goes to *groups_out when it is not NULL (tests, probes).
    Then plans the schedule (thread 0): with T items on G CTAs, T = k·G + r, the last r items are split into S
    parts when r·S <= G (one round) and the tail's estimated time 1/S + a beats 1 (a = 3/chunks: the per-part cost
    of the pipeline refill and the partial-tile exchange, in items), with S <= 8, S <= chunks and r·S <= slot_cap;
@@ -145,10 +150,11 @@ __global__ void __launch_bounds__(1024, 1)
     sddmm_prep_kernel(const int32_t *__restrict__ row_ptr, const int32_t *__restrict__ col_idx, int mb, int nb, int nnzb,
                       int gb, int cap, int grid, int chunks, int slot_cap, int force_split, int order, int col_groups,
                       int4 *__restrict__ items, int *__restrict__ plan, unsigned *__restrict__ counter,
-                      int *__restrict__ ctr)
+                      int *__restrict__ ctr, int *__restrict__ groups_out)
 {
     grid_dep_launch();
     __shared__ long long ws[33];
+    __shared__ int s_maxlen;
     const int tid = threadIdx.x;
     auto row_range = [&](int i, int &rs) -> int {
         rs = min(max(row_ptr[i], 0), nnzb);
@@ -156,7 +162,20 @@ __global__ void __launch_bounds__(1024, 1)
         return max(re - rs, 0);
     };
     long long off_p = 0; /* items listed (before the cap) */
-    const int G = max(col_groups, 1), cg = (nb + G - 1) / G;
+    int G = max(col_groups, 1);
+    if (col_groups < 0) { /* the automatic rule: the longest row (clamped ranges, as listed below) */
+        if (tid == 0) s_maxlen = 0;
+        __syncthreads();
+        int mx = 0, rs;
+        for (int i = tid; i < mb; i += 1024) mx = max(mx, row_range(i, rs));
+        atomicMax(&s_maxlen, mx);
+        __syncthreads();
+        const long long L = s_maxlen, n = nnzb, rows = max(mb, 1);
+        const bool skewed = L >= 4 && L * rows >= 2 * n;
+        G = (skewed && n >= 2LL * gb * rows) || n >= 6LL * gb * rows ? -col_groups : 1;
+    }
+    if (tid == 0 && groups_out) *groups_out = G;
+    const int cg = (nb + G - 1) / G;
     auto lbound = [&](int lo, int hi, int key) -> int { /* first position in [lo, hi) with col_idx >= key */
         while (lo < hi) {
             const int m = (lo + hi) >> 1;

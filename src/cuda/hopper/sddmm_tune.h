@@ -14,7 +14,9 @@ struct bsk_hopper_sddmm_tune_s {
     int no_pdl;     /* 1: launch the main kernel without programmatic dependent launch                          */
     int split_order; /* 1: split units part-major (part 0 of every split item, then part 1, ...); 0: item-major  */
     int col_groups;  /* 2..64: items cut at that many block-column groups and listed group-major (a wave reads one
-                        group's Y panels); 1: row order; 0: automatic (sddmm_hopper.cu col_groups_auto)          */
+                        group's Y panels); 1: row order; 0: automatic (sddmm_hopper.cu col_groups_auto; at B = 64
+                        the prep kernel chooses from the rows); -1: that device rule whatever Y's size (tests)    */
+    int *groups_out; /* device int or NULL: the prep kernel writes the number of column groups it used            */
 };
 extern struct bsk_hopper_sddmm_tune_s bsk__hopper_sddmm_tune;
 #ifdef __cplusplus
