@@ -109,6 +109,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--b64slot2")) b64slot = 2;
         else if (!strcmp(argv[i], "--b64slot")) b64slot = 1; /* session 20: 64 x 512 with C staged in the last slot */
         else if (!strcmp(argv[i], "--tgskew")) b64split = 4; /* session 21: tile groups on skewed rows */
+        else if (!strcmp(argv[i], "--longfirst")) b64split = 10; /* session 23: long units first, then tile groups */
         else if (!strcmp(argv[i], "--skew128")) b64split = 9; /* session 23: b128 skewed, split lengths x partition groups */
         else if (!strcmp(argv[i], "--b64old")) b64split = 8; /* session 22: the b64 default against sessions 20 / 21 */
         else if (!strcmp(argv[i], "--skewrule")) b64split = 7; /* session 22: the long-row split rule + one tile per group */
@@ -235,6 +236,7 @@ int main(int argc, char **argv)
         int split;          /* tune: split (0 default, -1 off, -2 auto, > 0 L) */
         int tg;             /* tune: tgroup (N tiles per tile group, 0 default) */
         int ptg;            /* tune: part_tg (N tiles per tile group inside the partition queues, 0 default) */
+        int plong;          /* tune: part_long (long units first in the partition queues: 0 default, k > 0) */
         int part;           /* L2-partition queues: 0 default (skewed rows, discovered map), -1 off, 1 forced
                                with the table of --part FILE (ncu), 2 forced with the discovered map, 3 row
                                groups (tune.part_mode 2) with the discovered map, 4 session 8's default
@@ -592,6 +594,30 @@ int main(int argc, char **argv)
         ADD(.b = 128, .d = 0.10, .skew = 1, .part = 3, .tag = "row groups");
         ADD(.b = 128, .d = 0.10, .skew = 1, .tag = "default");
     }
+    if (b64split == 10) { /* session 23, H100: b128 skewed d 0.1 reads 557 MB of DRAM vs 209 MB uniform. With one group of
+                             half the tiles per partition queue the class bands (longest first) each sweep the partition's
+                             16 B columns (64 MB, more than its half of L2): B is read about once per class band. Tile
+                             groups cut that but start the last group's long rows late (a tail of ~30 %, --skew128).
+                             Long units first (part_long k: >= pow2ceil(k x mean) blocks) over all the partition's tiles,
+                             then the rest in groups of G tiles: the long rows start at once, the short ones sweep B once.
+                             Predicted: b128 skewed d 0.1 +10-20 % on the H100 (DRAM-bound), uniform untouched (no
+                             partition queues there). A B C .. C B A per point. */
+        static const struct { int b; int64_t m, n, k; double d; int sk; } pt[5] = {
+            {128, 0, 0, 0, 0.10, 1}, {128, 0, 0, 0, 0.25, 1}, {128, 32768, 4096, 4096, 0.10, 1}, {64, 0, 0, 0, 0.10, 1},
+            {128, 0, 0, 0, 0.10, 0}};
+        static const struct { int plong, ptg; const char *tag; } va[6] = {
+            {0, 0, "default"}, {4, 4, "long x4, groups of 4"}, {2, 4, "long x2, groups of 4"},
+            {4, 8, "long x4, groups of 8"}, {2, 2, "long x2, groups of 2"}, {8, 4, "long x8, groups of 4"}};
+        for (int q = 0; q < 5; q++)
+            for (int r = 0; r < 12; r++) {
+                const int v = r < 6 ? r : 11 - r;
+                if (q == 4 && v > 2) continue; /* uniform: no partition queues, must not move */
+                /* b64 (the 64 x 512 tile: one tile per group and the long-row split by default): long first on top */
+                const int ptg = pt[q].b == 64 ? 0 : va[v].ptg;
+                ADD(.b = pt[q].b, .d = pt[q].d, .skew = pt[q].sk, .m = pt[q].m, .n = pt[q].n, .k = pt[q].k,
+                    .ptg = ptg, .plong = va[v].plong, .tag = va[v].tag);
+            }
+    }
     if (b64split == 9) { /* session 23, H100 ncu (--skewb64): b128 8192^3 skewed d 0.1 reads 557 MB of DRAM vs 209 MB
                             uniform (L2 hit 58 vs 76 %, DRAM 83 % of peak), as b64 did before session 22's rule. b64's fix
                             (L 32, one tile per group) lost on b128: with 32 N tiles of 256 columns a CTA's share of the
@@ -728,6 +754,7 @@ int main(int argc, char **argv)
         bsk__hopper_tune.split = c.split;
         bsk__hopper_tune.tgroup = c.tg;
         bsk__hopper_tune.part_tg = c.ptg;
+        bsk__hopper_tune.part_long = c.plong;
         bsk__hopper_tune.part_tab = c.part == 1 ? d_part : NULL;
         bsk__hopper_tune.part_mode = c.part == -1 ? -1 : c.part == 3 ? 2 : c.part == 4 ? 3 : c.part == 5 ? 4 : c.part >= 1 ? 1 : 0;
         bsk__hopper_tune.l2promo = c.promo;

@@ -334,6 +334,33 @@ BSK_TEST(gpu_hopper_spmm_partition_queues)
             bsk__hopper_tune.b64_wgn = 0;
             bsk_bsr_free(&S);
         }
+        /* long units first (part_long): the units of >= pow2ceil(k x mean) blocks walk every tile of their partition,
+           then the others the tile groups — with and without split parts (the shortest part, which combines, must
+           still come after its row's other parts), beta != 0 (an item taken twice or never shows), both kernels */
+        bsk__hopper_tune.part_long = 1 + (w == 2);
+        run_device_case(t, ctx, &A, N, 0, 0, BSK_F16, 1.0f, 0.0f, 1);
+        CHECK(bsk__hopper_tune.out_part == 1 && bsk__hopper_tune.out_long_len >= 2);
+        run_device_case(t, ctx, &A, N, 8, 0, BSK_F32, 0.5f, 1.0f, 1);
+        bsk__hopper_tune.split = 2;
+        run_device_case(t, ctx, &A, N, 0, 0, BSK_F32, 1.0f, 0.0f, 1);
+        CHECK(bsk__hopper_tune.out_split_len == 2 && bsk__hopper_tune.out_long_len >= 2);
+        bsk__hopper_tune.split = 0;
+        {
+            bsk_bsr S = spmm_random_bsr(11 * 64 - 5, 16 * 64 + 3, 64, 0.3, BSK_PATTERN_SKEWED, BSK_F16);
+            bsk__hopper_tune.b64_wgn = 256;
+            run_device_case(t, ctx, &S, 512 * (3 + w) - 8 * w, 0, 0, BSK_F16, 1.0f, 0.0f, 1);
+            CHECK(bsk__hopper_tune.out_part == 1 && bsk__hopper_tune.out_long_len >= 2);
+            run_device_case(t, ctx, &S, 512 * (2 + w) + 8, 8, 0, BSK_F32, 0.75f, 0.5f, 1);
+            /* rows of >= 16 blocks in two parts of >= 8: long units (threshold 8 for k = 1, mean ~5) */
+            bsk__hopper_tune.part_long = 1;
+            bsk__hopper_tune.split = 8;
+            run_device_case(t, ctx, &S, 512 * (3 + w) - 8 * w, 0, 0, BSK_F16, 1.0f, 0.0f, 1);
+            CHECK(bsk__hopper_tune.out_split_len == 8 && bsk__hopper_tune.out_long_len == 8);
+            bsk__hopper_tune.split = 0;
+            bsk__hopper_tune.b64_wgn = 0;
+            bsk_bsr_free(&S);
+        }
+        bsk__hopper_tune.part_long = 0;
         bsk__hopper_tune.part_tg = 0;
     }
     bsk__hopper_tune = saved;

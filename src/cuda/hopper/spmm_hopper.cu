@@ -225,6 +225,16 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, cons
     if (band < 1) band = 1;
     if (band > mu) band = mu;
     const int cls = bsk__hopper_tune.classes == 1 ? 0 : bsk__hopper_tune.classes == 2 ? 2 : 1;
+    /* long units first in the partition queues (tune.part_long k > 0): units of >= pow2ceil(k x mean) blocks; a
+       power of two is a class boundary of the one-bit classes (cls 1), so the long units end at a band boundary */
+    int long_len = 0;
+    if (CF::CAN_SPLIT && bsk__hopper_tune.part_long > 0 && cls == 1 && mu > 0) {
+        const int64_t want = (int64_t)bsk__hopper_tune.part_long * ((A->nnzb + mu - 1) / mu);
+        int64_t v = 1;
+        while (v < want && v < 1024) v <<= 1;
+        long_len = (int)v;
+    }
+    bsk__hopper_tune.out_long_len = long_len;
 
     /* op T: the transpose index (built on this stream, or cached), the units' "row pointer" and lists. From here on
        every return goes through bsk_cuda_tindex_done (the index's last use recorded, or an own one freed). */
@@ -244,7 +254,8 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, cons
     const size_t slot_bytes = (size_t)parts_cap * nt * 2 * CF::SPLIT_F4 * 16;
     void *ws = NULL, *lists = NULL;
     int built = 0, lslot = -1;
-    const int64_t lkey[BSK_DERIVED_KEY] = {2 /* kind: b64 / b128 units */ | (CF::TRANS ? 16 : 0) | (CF::PAIR ? 32 : 0) | (cls << 6),
+    const int64_t lkey[BSK_DERIVED_KEY] = {2 /* kind: b64 / b128 units */ | (CF::TRANS ? 16 : 0) | (CF::PAIR ? 32 : 0) |
+                                               (cls << 6) | ((int64_t)long_len << 8),
                                            band, L | (int64_t)parts_cap << 32, nt};
     if (ctx->pattern_cache && (s = bsk_cuda_derived_get(ctx, A, lkey, off_slots, &lists, &built, &lslot))) {
         if (CF::TRANS) bsk_cuda_tindex_done(ctx, &ti);
@@ -309,6 +320,7 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, cons
                                            : bsk_cuda_l2_partitions(ctx);
     p.part_force = pm == 1 || pm == 2 ? 1 : 0;
     p.part_tg = bsk__hopper_tune.part_tg ? bsk__hopper_tune.part_tg : skew64 ? 1 : 0;
+    p.part_long = long_len > 0 ? 1 : 0;
     bsk__hopper_tune.out_part = p.part ? (p.part_rows == 1 ? 2 : p.part_rows == 2 ? 3 : 1) : 0;
     p.fab = CF::CAN_SPLIT ? bsk__hopper_tune.fab : 0;
 
@@ -319,8 +331,8 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, cons
     int filled = built;
     if (!built) {
         spmm_prep_kernel<<<1, 1024, 0, stream>>>(units_ptr, (int)mb, (int)A->nnzb, CF::PAIR ? 1 : 0, (int)band, cls,
-                                                 (int)L, (int)parts_cap, (int)nt, sorted, bandinfo, counter,
-                                                 p.split_ctr);
+                                                 (int)L, (int)parts_cap, (int)nt, long_len, sorted, bandinfo,
+                                                 counter, p.split_ctr);
         s = BSK_CUDA_LAUNCH_CHECK();
         filled = !s;
     }

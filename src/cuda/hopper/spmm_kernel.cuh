@@ -52,7 +52,7 @@ struct SpmmParams {
                                (end = middle without PAIR); longest units first                          */
     const int2 *bandinfo;   /* per rank: {first rank, units} of the band holding that rank            */
     unsigned *counter;      /* [0] work-queue head, [1] items, [2..3] partition queue heads, [4] skewed,
-                               [5] short rows, [6] CTAs done: see spmm_prep_kernel                    */
+                               [5] short rows, [6] CTAs done, [7] long units (part_long): see spmm_prep_kernel */
     const int32_t *col_idx;
     const int32_t *blk_idx; /* TRANS (op T): the value block of each list entry (the transpose index's t_blk,
                                col_idx is then its t_row: the block row = K block); NULL for op N, where
@@ -89,6 +89,9 @@ struct SpmmParams {
                                one group per partition, as sessions 8-21); partition 0 takes the first
                                ceil(groups / 2) groups. Session 21 --tgskew: b64 skewed d 0.25 +10 % with groups
                                of 4 and the partition queues off (untested with them: s22-prep branch)          */
+    int part_long;          /* 1: the prep kernel's long units (counter[7], a class boundary of the sorted order)
+                               take every N tile of their partition first (phase A, band / tile / unit order),
+                               then the other units walk the partition's tile groups (phase B); 0: one phase  */
     int part_rows;          /* row groups instead of tile groups (1 forced, 2 when the prep kernel found the
                                rows not skewed — tune.part_mode 4, session 9; 0 never): group g holds the
                                units of rank parity g (items in the plain band / N tile / unit order), so each
@@ -211,8 +214,8 @@ struct Cfg {
    memory before reading it. */
 __global__ void __launch_bounds__(1024, 1)
     spmm_prep_kernel(const int32_t *__restrict__ row_ptr, int mb, int nnzb, int pair, int band_rows, int class_shift,
-                     int split_len, int parts_cap, int nt, int4 *__restrict__ sorted, int2 *__restrict__ bandinfo,
-                     unsigned *__restrict__ counter, int *__restrict__ split_ctr)
+                     int split_len, int parts_cap, int nt, int long_len, int4 *__restrict__ sorted,
+                     int2 *__restrict__ bandinfo, unsigned *__restrict__ counter, int *__restrict__ split_ctr)
 {
     grid_dep_launch();
     __shared__ int hist[1024];
@@ -298,6 +301,9 @@ __global__ void __launch_bounds__(1024, 1)
     if (tid == 0) {
         excl[1024] = mu2;
         counter[1] = (unsigned)mu2 * (unsigned)nt;
+        /* long units (part_long): those of >= long_len blocks, a prefix of the sorted order that ends at a class
+           boundary when long_len is a power of two and the classes are one bit wide (bands never straddle it) */
+        counter[7] = long_len > 0 && class_shift == 1 ? (unsigned)excl[1024 - min(long_len, 1024)] : 0u;
     }
     __syncthreads();
     const int R = max(band_rows, 1);
@@ -551,6 +557,13 @@ __global__ void __launch_bounds__(384, 1)
             /* partition 0: the first ceil(groups / 2) tile groups (one group of half the tiles by default) */
             const unsigned sz0 =
                 use_part && !rows ? min(gsz * (((nt + tg - 1) / tg + 1) / 2), total) : min(gsz, total);
+            /* part_long: the first rl ranks (long units) take their partition's N tiles [a, b) first (phase A), the
+               others then walk its tile groups (phase B); tiles of partition 0: T0 = sz0 / units */
+            const unsigned units = CF::CAN_SPLIT ? total / nt : 0u;
+            const unsigned rl = CF::CAN_SPLIT && use_part && !rows && p.part_long
+                                    ? min(*(volatile unsigned *)(p.counter + 7), units)
+                                    : 0u;
+            const unsigned T0 = rl ? sz0 / units : 0u;
             auto fetch = [&]() -> unsigned {
                 if (lane != 0 || rank != 0) return 0u;
                 if (use_part) {
@@ -604,11 +617,29 @@ __global__ void __launch_bounds__(384, 1)
                group holds every unit for each of its tiles, band by band, so rank j / tge names the band.
                Tile groups only in the split-capable configurations (BM = 128, no cluster); the others keep
                tg = nt (one group), folded at compile time (the op-T pair producer is short of registers). */
-            auto group_of = [&](unsigned t, unsigned &g0, unsigned &tge) -> unsigned {
+            /* With part_long (rl > 0) a partition's items are phase A (ranks [0, rl) x its tiles, one group) then
+               phase B (ranks [rl, units) in its tile groups): rb is the phase's first rank, so inside a group the
+               band of first rank x starts at (x - rb) * tge. */
+            auto group_of = [&](unsigned t, unsigned &g0, unsigned &tge, unsigned &rb) -> unsigned {
+                rb = 0;
                 if (!CF::CAN_SPLIT) {
                     g0 = 0;
                     tge = nt;
                     return t;
+                }
+                if (rl) {
+                    const bool q1 = t >= sz0;
+                    const unsigned a = q1 ? T0 : 0u, b = q1 ? nt : T0, u = t - (q1 ? sz0 : 0u);
+                    if (u < rl * (b - a)) {
+                        g0 = a;
+                        tge = b - a;
+                        return u;
+                    }
+                    const unsigned v = u - rl * (b - a), gs = (units - rl) * tg, g = v / gs;
+                    g0 = a + g * tg;
+                    tge = min(tg, b - g0);
+                    rb = rl;
+                    return v - g * gs;
                 }
                 const unsigned g = t / gsz;
                 g0 = g * tg;
@@ -635,9 +666,9 @@ __global__ void __launch_bounds__(384, 1)
                     rows_split(t, g, u);
                     return p.bandinfo[2u * (u / nt) + g];
                 }
-                unsigned g0, tge;
-                const unsigned j = group_of(t, g0, tge);
-                return p.bandinfo[j / tge];
+                unsigned g0, tge, rb;
+                const unsigned j = group_of(t, g0, tge, rb);
+                return p.bandinfo[rb + j / tge];
             };
             auto entry_of = [&](unsigned t, int2 bi) -> int4 {
                 if (rows) {
@@ -646,9 +677,9 @@ __global__ void __launch_bounds__(384, 1)
                     const unsigned w = rows_pos(g, u, bi, ng);
                     return p.sorted[2u * ((((unsigned)bi.x + 1u - g) >> 1) + w % ng) + g];
                 }
-                unsigned g0, tge;
-                const unsigned j = group_of(t, g0, tge);
-                return p.sorted[(unsigned)bi.x + (j - (unsigned)bi.x * tge) % (unsigned)bi.y];
+                unsigned g0, tge, rb;
+                const unsigned j = group_of(t, g0, tge, rb);
+                return p.sorted[(unsigned)bi.x + (j - ((unsigned)bi.x - rb) * tge) % (unsigned)bi.y];
             };
             struct Item {
                 int unit, ntile, ka, ea, kb, eb; /* list A = [ka, ea), list B = [kb, eb) (empty without PAIR) */
@@ -661,9 +692,9 @@ __global__ void __launch_bounds__(384, 1)
                     rows_split(t, g, u);
                     it.ntile = (int)(rows_pos(g, u, bi, ng) / ng);
                 } else {
-                    unsigned g0, tge;
-                    const unsigned j = group_of(t, g0, tge);
-                    it.ntile = (int)(g0 + (j - (unsigned)bi.x * tge) / (unsigned)bi.y);
+                    unsigned g0, tge, rb;
+                    const unsigned j = group_of(t, g0, tge, rb);
+                    it.ntile = (int)(g0 + (j - ((unsigned)bi.x - rb) * tge) / (unsigned)bi.y);
                 }
                 it.unit = e.x;
                 it.ka = e.y;

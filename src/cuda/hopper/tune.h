@@ -59,6 +59,12 @@ struct bsk_hopper_tune_s {
                        the N tiles, one group per partition, as sessions 8-21). Partition 0 takes the first
                        ceil(groups / 2) groups: with a size that does not divide the tiles evenly the halves can
                        be uneven (5 tiles in groups of 2: 4 and 1) — a probe knob there, not a default          */
+    int part_long;  /* long rows first inside the L2-partition queues with tile groups (part_tg): 0 default (off),
+                       -1 off, k > 0: the units of >= pow2ceil(k x mean) blocks (a class boundary) take every N
+                       tile of their partition first, longest first, before the other units walk the tile groups
+                       (session 23: a long row's items start early, the short rows' B reads of a group fall in one
+                       window). Only with the length classes on (classes 0) and the tile-group partition queues. */
+    int out_long_len; /* written by the launcher: the long-unit threshold it gave the prep kernel (0: part_long off) */
     int slot_epi;   /* the 64 x 512 tile with 16-bit C, beta 0: 0 C staged in the last ring slot and TMA-stored
                        (session 20), -1 the direct epilogue                                                      */
 };
