@@ -698,6 +698,8 @@ int main(int argc, char **argv)
         ADD(.b = 128, .d = 0.10, .tag = "b128 uniform");
         ADD(.b = 128, .d = 0.10, .skew = 1, .tag = "b128 skewed default");
         ADD(.b = 128, .d = 0.10, .skew = 1, .split = -3, .ptg = -1, .tag = "b128 skewed rule, half tiles");
+        ADD(.b = 128, .d = 0.10, .skew = 1, .plong = 2, .ptg = 4, .tag = "b128 skewed long x2, groups of 4");
+        ADD(.b = 128, .d = 0.10, .skew = 1, .plong = 4, .ptg = 8, .tag = "b128 skewed long x4, groups of 8");
     }
     if (ncu && !skew && !s7 && !fabric && b64split != 5) { /* one call each, under the profiler */
         ADD(.b = 128, .d = 0.50, .tag = "ncu");
