@@ -63,7 +63,10 @@ struct bsk_hopper_tune_s {
                        -1 off, k > 0: the units of >= pow2ceil(k x mean) blocks (a class boundary) take every N
                        tile of their partition first, longest first, before the other units walk the tile groups
                        (session 23: a long row's items start early, the short rows' B reads of a group fall in one
-                       window). Only with the length classes on (classes 0) and the tile-group partition queues. */
+                       window). Only with the length classes on (classes 0) and the tile-group partition queues.
+                       Measured on b128 skewed (hopper_probe --longfirst): H100 d 0.1 / 0.25 +2 / +4 %, H200 d 0.1
+                       -3 to -6 %: a knob, not a default. The queue order stays a bijection and keeps each N tile's
+                       units in rank order (a split row's combining part last), brute-forced on the CPU.       */
     int out_long_len; /* written by the launcher: the long-unit threshold it gave the prep kernel (0: part_long off) */
     int slot_epi;   /* the 64 x 512 tile with 16-bit C, beta 0: 0 C staged in the last ring slot and TMA-stored
                        (session 20), -1 the direct epilogue                                                      */
