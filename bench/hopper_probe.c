@@ -109,6 +109,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--b64slot2")) b64slot = 2;
         else if (!strcmp(argv[i], "--b64slot")) b64slot = 1; /* session 20: 64 x 512 with C staged in the last slot */
         else if (!strcmp(argv[i], "--tgskew")) b64split = 4; /* session 21: tile groups on skewed rows */
+        else if (!strcmp(argv[i], "--skewfab")) b64split = 11; /* session 23 (next): b128 skewed DRAM by source, with --ncu */
         else if (!strcmp(argv[i], "--longfirst")) b64split = 10; /* session 23: long units first, then tile groups */
         else if (!strcmp(argv[i], "--skew128")) b64split = 9; /* session 23: b128 skewed, split lengths x partition groups */
         else if (!strcmp(argv[i], "--b64old")) b64split = 8; /* session 22: the b64 default against sessions 20 / 21 */
@@ -594,6 +595,17 @@ int main(int argc, char **argv)
         ADD(.b = 128, .d = 0.10, .skew = 1, .part = 3, .tag = "row groups");
         ADD(.b = 128, .d = 0.10, .skew = 1, .tag = "default");
     }
+    if (b64split == 11 && ncu) { /* prepared in session 23 for the next: b128 8192^3 d 0.1 skewed reads 556 MB of DRAM vs 209
+                                   uniform (H100) and every reordering tried moved it by <= 7 %. Which operand is it? One
+                                   call each under ncu (HOPPER_NCU_METRICS=1): tune.fab 1 no C store, 2 every A load reads
+                                   block 0, 4 every B load reads N tile 0's panel (wrong results: timing / bytes only). */
+        for (int sk = 0; sk < 2; sk++) {
+            ADD(.b = 128, .d = 0.10, .skew = sk, .tag = "fab default");
+            ADD(.b = 128, .d = 0.10, .skew = sk, .fab = 1, .tag = "fab no C store");
+            ADD(.b = 128, .d = 0.10, .skew = sk, .fab = 2, .tag = "fab A block 0");
+            ADD(.b = 128, .d = 0.10, .skew = sk, .fab = 4, .tag = "fab B tile 0");
+        }
+    }
     if (b64split == 10) { /* session 23, H100: b128 skewed d 0.1 reads 557 MB of DRAM vs 209 MB uniform. With one group of
                              half the tiles per partition queue the class bands (longest first) each sweep the partition's
                              16 B columns (64 MB, more than its half of L2): B is read about once per class band. Tile
@@ -701,7 +713,7 @@ int main(int argc, char **argv)
         ADD(.b = 128, .d = 0.10, .skew = 1, .plong = 2, .ptg = 4, .tag = "b128 skewed long x2, groups of 4");
         ADD(.b = 128, .d = 0.10, .skew = 1, .plong = 4, .ptg = 8, .tag = "b128 skewed long x4, groups of 8");
     }
-    if (ncu && !skew && !s7 && !fabric && b64split != 5) { /* one call each, under the profiler */
+    if (ncu && !skew && !s7 && !fabric && b64split != 5 && b64split != 11) { /* one call each, under the profiler */
         ADD(.b = 128, .d = 0.50, .tag = "ncu");
         ADD(.b = 128, .d = 0.10, .tag = "ncu");
         ADD(.b = 64, .d = 0.50, .tag = "ncu");
