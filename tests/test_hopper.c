@@ -335,8 +335,9 @@ BSK_TEST(gpu_hopper_spmm_partition_queues)
             bsk_bsr_free(&S);
         }
         /* long units first (part_long): the units of >= pow2ceil(k x mean) blocks walk every tile of their partition,
-           then the others the tile groups — with and without split parts (the shortest part, which combines, must
-           still come after its row's other parts), beta != 0 (an item taken twice or never shows), both kernels */
+           then the others the tile groups — beta != 0 (an item taken twice or never shows), both kernels, and split
+           parts (the shortest part, which combines, must still come after its row's other parts). On A with split 2
+           no part reaches the threshold (4): the one-phase order, which part_long must leave as it was. */
         bsk__hopper_tune.part_long = 1 + (w == 2);
         run_device_case(t, ctx, &A, N, 0, 0, BSK_F16, 1.0f, 0.0f, 1);
         CHECK(bsk__hopper_tune.out_part == 1 && bsk__hopper_tune.out_long_len >= 2);
@@ -357,6 +358,25 @@ BSK_TEST(gpu_hopper_spmm_partition_queues)
             run_device_case(t, ctx, &S, 512 * (3 + w) - 8 * w, 0, 0, BSK_F16, 1.0f, 0.0f, 1);
             CHECK(bsk__hopper_tune.out_split_len == 8 && bsk__hopper_tune.out_long_len == 8);
             bsk__hopper_tune.split = 0;
+            /* a split row across the long threshold: rows of 15 and 16 blocks, nine short ones (54 blocks, mean 5 ->
+               long units >= 8 blocks), split 6: the 15-block row's parts are 8 (phase A) and 7 (phase B, the part that
+               combines, after its sibling), the 16-block row's 8 and 8 */
+            uint8_t mask[11 * 17];
+            memset(mask, 0, sizeof mask);
+            for (int j = 0; j < 15; j++) mask[j] = 1;
+            for (int j = 0; j < 16; j++) mask[17 + j + 1] = 1;
+            for (int i = 2; i < 11; i++)
+                for (int q = 0; q < 1 + i % 4; q++) mask[i * 17 + (i * 5 + q * 3) % 17] = 1;
+            bsk_dense Dm = bsk_test_dense(11 * 64 - 5, 17 * 64 - 3, 0, BSK_F16, r);
+            bsk_bsr S2;
+            REQUIRE_OK(bsk_bsr_from_mask(&Dm, 64, 64, mask, &S2));
+            bsk__hopper_tune.split = 6;
+            run_device_case(t, ctx, &S2, 512 * (2 + w) - 8 * w, 0, 0, BSK_F16, 1.0f, 0.0f, 1);
+            CHECK(bsk__hopper_tune.out_split_len == 6 && bsk__hopper_tune.out_long_len == 8 &&
+                  bsk__hopper_tune.out_part == 1);
+            bsk__hopper_tune.split = 0;
+            bsk_bsr_free(&S2);
+            bsk_test_dense_free(&Dm);
             bsk__hopper_tune.b64_wgn = 0;
             bsk_bsr_free(&S);
         }

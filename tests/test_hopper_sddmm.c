@@ -291,12 +291,13 @@ BSK_TEST(gpu_hopper_sddmm_col_groups_auto)
         bsk_destroy(ctx);
         return;
     }
-    static const struct { int b; double density; bsk_pattern pat; int ctas; float beta; } cs[5] = {
+    /* case 5: uniform rows of ~2.4 items (>= 2, < 6, not skewed): the row order — a rule that ignored the spread fails */
+    static const struct { int b; double density; bsk_pattern pat; int ctas; float beta; } cs[6] = {
         {64, 0.30, BSK_PATTERN_SKEWED, 0, 0.0f},  {64, 0.20, BSK_PATTERN_UNIFORM, 0, 0.0f},
         {64, 0.85, BSK_PATTERN_UNIFORM, 3, 0.5f}, {64, 0.10, BSK_PATTERN_SKEWED, 0, 0.0f},
-        {128, 0.40, BSK_PATTERN_SKEWED, 5, 0.0f}};
+        {128, 0.40, BSK_PATTERN_SKEWED, 5, 0.0f}, {64, 0.30, BSK_PATTERN_UNIFORM, 0, 0.0f}};
     int seen[2] = {0, 0};
-    for (int v = 0; v < 5; v++) {
+    for (int v = 0; v < 6; v++) {
         bsk__hopper_sddmm_tune = tune_default;
         bsk__hopper_sddmm_tune.col_groups = -1;
         bsk__hopper_sddmm_tune.groups_out = d_groups;

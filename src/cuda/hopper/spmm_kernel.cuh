@@ -301,11 +301,13 @@ __global__ void __launch_bounds__(1024, 1)
     if (tid == 0) {
         excl[1024] = mu2;
         counter[1] = (unsigned)mu2 * (unsigned)nt;
-        /* long units (part_long): those of >= long_len blocks, a prefix of the sorted order that ends at a class
-           boundary when long_len is a power of two and the classes are one bit wide (bands never straddle it) */
-        counter[7] = long_len > 0 && class_shift == 1 ? (unsigned)excl[1024 - min(long_len, 1024)] : 0u;
     }
     __syncthreads();
+    /* long units (part_long): those of >= long_len blocks, a prefix of the sorted order that ends at a class boundary
+       when long_len is a power of two and the classes are one bit wide (bands never straddle it). After the barrier:
+       excl[k] is thread k's (a review found this read before it, session 23; compile-checked only since). */
+    if (tid == 0)
+        counter[7] = long_len > 0 && class_shift == 1 ? (unsigned)excl[1024 - min(long_len, 1024)] : 0u;
     const int R = max(band_rows, 1);
     for (int i = tid; i < mu; i += 1024) {
         int rs, mid, re;
