@@ -338,7 +338,7 @@ BSK_TEST(gpu_hopper_spmm_partition_queues)
            then the others the tile groups — beta != 0 (an item taken twice or never shows), both kernels, and split
            parts (the shortest part, which combines, must still come after its row's other parts). On A with split 2
            no part reaches the threshold (4): the one-phase order, which part_long must leave as it was. */
-        bsk__hopper_tune.part_long = 1 + (w == 2);
+        bsk__hopper_tune.part_long = 1; /* threshold pow2ceil(mean 4) = 4: A's rows of >= 4 blocks are long */
         run_device_case(t, ctx, &A, N, 0, 0, BSK_F16, 1.0f, 0.0f, 1);
         CHECK(bsk__hopper_tune.out_part == 1 && bsk__hopper_tune.out_long_len >= 2);
         run_device_case(t, ctx, &A, N, 8, 0, BSK_F32, 0.5f, 1.0f, 1);

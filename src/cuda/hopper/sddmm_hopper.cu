@@ -37,10 +37,12 @@ static const int SLOTS_PER_CTA = 4;
      items on average, or rows of >= 6 items whatever their spread).
    - B = 128: G = 2 with >= 24 blocks per row on average (12 items of 2; d 0.5 +2.3 %, d 0.25 -6 %, d 0.1 level on
      the H200; skewed rows on the H100: d 0.1 level, d 0.25 -3 %, d 0.5 +5 %). */
+static const int B64_AUTO_GROUPS = 3; /* the prep kernel's candidate G at B = 64 (passed as -G) */
+
 static int col_groups_auto(int B, int64_t mb, int64_t nnzb, int64_t K, int64_t D)
 {
     if (K * D * 2 < ((int64_t)64 << 20)) return 1;
-    if (B == 64) return -3;
+    if (B == 64) return -B64_AUTO_GROUPS;
     if (B == 128 && nnzb >= 24 * mb) return 2;
     return 1;
 }
@@ -64,7 +66,7 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, floa
     const int kg = bsk__hopper_sddmm_tune.col_groups;
     /* G > 0: fixed; G < 0: the prep kernel chooses between -G groups and the row order (kg = -1: that rule
        whatever Y's size, for tests) */
-    const int G = kg >= 2 && kg <= 64 ? kg : kg == 0 ? col_groups_auto(CF::B, mb, nnzb, K, D) : kg == -1 ? -3 : 1;
+    const int G = kg >= 2 && kg <= 64 ? kg : kg == 0 ? col_groups_auto(CF::B, mb, nnzb, K, D) : kg == -1 ? -B64_AUTO_GROUPS : 1;
     const int64_t cap = (nnzb + CF::GB - 1) / CF::GB + mb * (G < 0 ? -G : G);
     /* TMA coordinates, item and unit counts are 32-bit: leave giant shapes to the portable path. */
     if (M + 2 * CF::B >= INT32_MAX || K + 2 * CF::B >= INT32_MAX || D + 128 >= INT32_MAX ||
