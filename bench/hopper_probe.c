@@ -40,11 +40,12 @@ typedef struct {
     bsk_context *ctx;
     bsk_bsr *A;
     bsk_dense *B, *C;
+    bsk_op op;
 } spmm_arg;
 static void run_spmm(void *p)
 {
     spmm_arg *s = (spmm_arg *)p;
-    CS(bsk_spmm(s->ctx, BSK_OP_N, 1.0f, s->A, s->B, 0.0f, s->C));
+    CS(bsk_spmm(s->ctx, s->op, 1.0f, s->A, s->B, 0.0f, s->C));
 }
 
 /* --prof: one more call with the kernel's cycle counters on (a -DBSK_HOPPER_PROF build; all zero otherwise):
@@ -107,6 +108,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--s7")) s7 = 1; /* session 7: the L2 eviction hints on skewed and uniform b128 */
         else if (!strcmp(argv[i], "--final")) fin = 1; /* b128 uniform / skewed defaults, few-rows shapes split / not */
         else if (!strcmp(argv[i], "--b64slot2")) b64slot = 2;
+        else if (!strcmp(argv[i], "--pairmatch")) b64split = 12; /* session 24: paired b64 tiles with matched rows */
         else if (!strcmp(argv[i], "--b64slot")) b64slot = 1; /* session 20: 64 x 512 with C staged in the last slot */
         else if (!strcmp(argv[i], "--tgskew")) b64split = 4; /* session 21: tile groups on skewed rows */
         else if (!strcmp(argv[i], "--skewfab")) b64split = 11; /* session 23 (next): b128 skewed DRAM by source, with --ncu */
@@ -245,6 +247,8 @@ int main(int argc, char **argv)
                                rows (tune.part_mode 4; run 2 of session 9 ran it as the default) */
         int promo;          /* tune.l2promo: TMA L2 promotion of A / B (0 256 B, 1 none, 2 64 B, 3 128 B) */
         int fab;            /* tune.fab: session 9 diagnostics (timing only: 1 no C store, 2 A block 0, 4 B tile 0) */
+        int pm;             /* tune.pair_match: 0 default, 1 matched rows, -1 adjacent rows */
+        int opt;            /* 1: op T (Aᵀ·B; square shapes only) */
         int seed;           /* pattern seed (0: 1000 + the index of (b, d, pattern) in the default list, so
                                that variants of one case run on the same pattern) */
         int64_t m, n, k;    /* another shape than M_ = N_ = K_ (its own cuBLAS baseline) */
@@ -606,6 +610,23 @@ int main(int argc, char **argv)
             ADD(.b = 128, .d = 0.10, .skew = sk, .fab = 4, .tag = "fab B tile 0");
         }
     }
+    if (b64split == 12) { /* session 24: a pair's stage loads one B panel per column of its two rows' union; rows matched by
+                             shared columns (the prep kernel's mutual-best rounds) make unions 7-10 % smaller at 8192^3 and
+                             12-20 % at the MoE shape (CPU model, uniform). Predicted: the pair +5-8 % at 8192^3 d 0.25 /
+                             0.5, +10-15 % at the MoE shape; then the pair may beat the 64 x 512 default at d 0.25.
+                             A B C C B A per point: adjacent pair, matched pair, the default dispatch. */
+        static const struct { int64_t m, n, k; double d; int sk, opt; } pt[10] = {
+            {0, 0, 0, 0.10, 0, 0}, {0, 0, 0, 0.25, 0, 0}, {0, 0, 0, 0.50, 0, 0}, {0, 0, 0, 0.25, 1, 0},
+            {0, 0, 0, 0.50, 1, 0}, {32768, 4096, 4096, 0.10, 0, 0}, {32768, 4096, 4096, 0.25, 0, 0},
+            {32768, 4096, 4096, 0.50, 0, 0}, {0, 0, 0, 0.25, 0, 1}, {0, 0, 0, 0.50, 0, 1}};
+        static const char *tg[3] = {"pair", "pair matched", "default"};
+        for (int q = 0; q < 10; q++)
+            for (int r = 0; r < 6; r++) {
+                const int v = r < 3 ? r : 5 - r;
+                ADD(.b = 64, .d = pt[q].d, .skew = pt[q].sk, .m = pt[q].m, .n = pt[q].n, .k = pt[q].k, .opt = pt[q].opt,
+                    .b64m = v < 2 ? 2 : 0, .pm = v == 1 ? 1 : -1, .tag = tg[v]);
+            }
+    }
     if (b64split == 10) { /* session 23, H100: b128 skewed d 0.1 reads 557 MB of DRAM vs 209 MB uniform. With one group of
                              half the tiles per partition queue the class bands (longest first) each sweep the partition's
                              16 B columns (64 MB, more than its half of L2): B is read about once per class band. Tile
@@ -773,6 +794,7 @@ int main(int argc, char **argv)
         bsk__hopper_tune.part_mode = c.part == -1 ? -1 : c.part == 3 ? 2 : c.part == 4 ? 3 : c.part == 5 ? 4 : c.part >= 1 ? 1 : 0;
         bsk__hopper_tune.l2promo = c.promo;
         bsk__hopper_tune.fab = c.fab;
+        bsk__hopper_tune.pair_match = c.pm;
         const int di_ = c.d == 0.10 ? 0 : c.d == 0.25 ? 1 : c.d == 0.50 ? 2 : 3;
         const uint64_t seed = c.seed ? (uint64_t)c.seed : (uint64_t)(1000 + (c.b == 64) * 6 + di_ * 2 + c.skew);
         bsk_dtype dt = c.bf ? BSK_BF16 : BSK_F16, ct = c.c32 ? BSK_F32 : dt;
@@ -782,7 +804,8 @@ int main(int argc, char **argv)
         CS(bsk_bsr_stats_get(&hA, &st));
         CS(bsk_bsr_clone(&hA, BSK_MEM_DEVICE, &A));
         bsk_dense B = {K_, N_, N_, dt, BSK_MEM_DEVICE, dB[c.bf]}, C = {M_, N_, N_, ct, BSK_MEM_DEVICE, dC};
-        spmm_arg sa = {ctx, &A, &B, &C};
+        if (c.opt && M_ != K_) continue; /* op T: square shapes only (the reference below) */
+        spmm_arg sa = {ctx, &A, &B, &C, c.opt ? BSK_OP_T : BSK_OP_N};
         if (ncu) {
             run_spmm(&sa);
             CS(bsk_synchronize(ctx));
@@ -801,7 +824,12 @@ int main(int argc, char **argv)
         CS(bsk_bsr_to_dense(&hA, &hD));
         CK(cudaMemcpy(dA, hbuf, cAK * 2, cudaMemcpyHostToDevice));
         probe_gemm_arg g = {h, M_, N_, K_, c.bf ? CUDA_R_16BF : CUDA_R_16F, CUDA_R_32F, dA, dB[c.bf], dRef};
-        probe_run_gemm(&g);
+        if (c.opt) { /* row-major C = Aᵀ·B: column-major Cᵀ = Bᵀ·A, A's column-major view transposed (M = K) */
+            const float one = 1.0f, zero = 0.0f;
+            CB(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_T, (int)N_, (int)M_, (int)K_, &one, dB[c.bf], g.dt, (int)N_, dA,
+                            g.dt, (int)K_, &zero, dRef, CUDA_R_32F, (int)N_, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+        } else
+            probe_run_gemm(&g);
         CK(cudaDeviceSynchronize());
         CK(cudaMemcpy(hC32, dRef, cMN * 4, cudaMemcpyDeviceToHost));
         CK(cudaMemcpy(hC16, dC, cMN * (c.c32 ? 4 : 2), cudaMemcpyDeviceToHost));
@@ -819,10 +847,11 @@ int main(int argc, char **argv)
         double base = c.c32 ? dense_tf32 : c.m ? shp_tf[c.bf] : dense_tf[c.bf];
         char shape[48] = "";
         if (c.m) snprintf(shape, sizeof shape, " %lldx%lldx%lld", (long long)M_, (long long)N_, (long long)K_);
-        snprintf(table[nt++], sizeof table[0], "%4d %5.2f %-7s %-4s %7lld %4lld %8.3f %8.3f %7.1f %6.3f %9.2e %-19s %s%s (grid %d, pf %d, split L %d, part %d)",
+        snprintf(table[nt++], sizeof table[0], "%4d %5.2f %-7s %-4s %7lld %4lld %8.3f %8.3f %7.1f %6.3f %9.2e %-19s %s%s%s (grid %d, pf %d, split L %d, part %d%s)",
                  c.b, c.d, c.skew ? "skewed" : "uniform", c.bf ? "bf16" : "fp16", (long long)A.nnzb, (long long)st.row_max,
-                 ms, mn, tf, tf / base, err, kern, c.tag, shape, c.maxc ? c.maxc : bsk__hopper_tune.out_max_grid,
-                 bsk__hopper_tune.out_pf, bsk__hopper_tune.out_split_len, bsk__hopper_tune.out_part);
+                 ms, mn, tf, tf / base, err, kern, c.tag, c.opt ? " op T" : "", shape,
+                 c.maxc ? c.maxc : bsk__hopper_tune.out_max_grid, bsk__hopper_tune.out_pf, bsk__hopper_tune.out_split_len,
+                 bsk__hopper_tune.out_part, bsk__hopper_tune.out_pair_match ? ", matched" : "");
         printf("%s\n", table[nt - 1]);
         if (prof) print_prof(&sa);
         fflush(stdout);

@@ -464,9 +464,9 @@ BSK_TEST(gpu_hopper_spmm_cluster)
 }
 
 /* BM = 64 both ways: the split 64 x 256 tile (b64_mode 1) and paired block rows (b64_mode 2, the merge of
-   two rows' column lists). Every input/output dtype, beta random (direct epilogue) and zero (TMA store for
-   16-bit C), an odd number of block rows (the last pair has no second row), M / N / K tails, pairs with
-   one or both rows empty, and a skewed pattern. */
+   two rows' column lists; mode 3: the rows paired by the prep kernel's matching, pair_match 1). Every input/output
+   dtype, beta random (direct epilogue) and zero (TMA store for 16-bit C), an odd number of block rows (the last pair
+   has no second row), M / N / K tails, pairs with one or both rows empty, and a skewed pattern. */
 BSK_TEST(gpu_hopper_spmm_b64_modes)
 {
     bsk_context *ctx = NULL;
@@ -476,9 +476,10 @@ BSK_TEST(gpu_hopper_spmm_b64_modes)
     const bsk_dtype ins[2] = {BSK_F16, BSK_BF16}, outs[3] = {BSK_F32, BSK_F16, BSK_BF16};
     bsk_rng *r = bsk_test_rng();
     const int b = 64;
-    for (int mode = 1; mode <= 2; mode++) {
-        bsk__hopper_tune.b64_mode = mode;
-        const char *want = mode == 2 ? "hopper-wgmma-b64p" : "hopper-wgmma-b64";
+    for (int mode = 1; mode <= 3; mode++) {
+        bsk__hopper_tune.b64_mode = mode == 1 ? 1 : 2;
+        bsk__hopper_tune.pair_match = mode == 3 ? 1 : -1;
+        const char *want = mode >= 2 ? "hopper-wgmma-b64p" : "hopper-wgmma-b64";
         for (int ii = 0; ii < 2; ii++)
             for (int oi = 0; oi < 3; oi++) {
                 /* 4..6 block rows, the last one partial: odd or even counts of rows */
@@ -491,6 +492,10 @@ BSK_TEST(gpu_hopper_spmm_b64_modes)
                     if (strcmp(bsk_last_kernel(ctx), want) != 0) {
                         t->failed++;
                         fprintf(stderr, "  last kernel %s, want %s\n", bsk_last_kernel(ctx), want);
+                    }
+                    if (mode >= 2 && bsk__hopper_tune.out_pair_match != (mode == 3)) {
+                        t->failed++;
+                        fprintf(stderr, "  pair matching %d, want %d\n", bsk__hopper_tune.out_pair_match, mode == 3);
                     }
                     if (!(e <= bsk_tol(ins[ii], outs[oi])))
                         fprintf(stderr, "  mode=%d in=%d out=%d beta=%g M=%lld N=%lld K=%lld err=%.3e\n", mode, (int)ins[ii],
@@ -1132,6 +1137,168 @@ BSK_TEST(gpu_hopper_spmm_pattern_cache)
     bsk_destroy(ctx);
 }
 
+/* The host reference of the paired tiles' row matching (the prep kernel in spmm_kernel.cuh, session 24): rounds of
+   mutual best partners over the units' column sets (set: units x cols bytes, 1 = member), the key shared columns, then
+   nearness, then the lower unit; at most 4 rounds; then the pairs in order of their first unit and the units left
+   over two by two in index order (an odd one out with `units` as its second). pr: 2 x ceil(units / 2) ints. */
+static void pair_match_ref(const uint8_t *set, int units, int cols, int *pr)
+{
+    int *partner = (int *)malloc((size_t)units * sizeof(int)), *np = (int *)malloc((size_t)units * sizeof(int));
+    unsigned *best = (unsigned *)malloc((size_t)units * sizeof(unsigned));
+    for (int r = 0; r < units; r++) partner[r] = -1;
+    for (int round = 0; round < 4; round++) {
+        for (int r = 0; r < units; r++) {
+            best[r] = 0;
+            for (int c = 0; c < units; c++) {
+                if (c == r || partner[r] >= 0 || partner[c] >= 0) continue;
+                unsigned sc = 0;
+                for (int j = 0; j < cols; j++) sc += set[(size_t)r * cols + j] & set[(size_t)c * cols + j];
+                const int dist = c > r ? c - r : r - c;
+                const unsigned k = sc ? (sc << 11) | ((unsigned)(1023 - dist) << 1) | (c < r ? 1u : 0u) : 0u;
+                if (k > best[r]) best[r] = k;
+            }
+        }
+        int any = 0;
+        memcpy(np, partner, (size_t)units * sizeof(int));
+        for (int r = 0; r < units; r++) {
+            if (!best[r]) continue;
+            const int d = 1023 - (int)((best[r] >> 1) & 1023u), c = (best[r] & 1u) ? r - d : r + d;
+            const int d2 = 1023 - (int)((best[c] >> 1) & 1023u), c2 = (best[c] & 1u) ? c - d2 : c + d2;
+            if (best[c] && c2 == r) {
+                np[r] = c;
+                any = 1;
+            }
+        }
+        memcpy(partner, np, (size_t)units * sizeof(int));
+        if (!any) break;
+    }
+    int n = 0, left = -1;
+    for (int r = 0; r < units; r++)
+        if (partner[r] > r) {
+            pr[2 * n] = r;
+            pr[2 * n + 1] = partner[r];
+            n++;
+        }
+    for (int r = 0; r < units; r++)
+        if (partner[r] < 0) {
+            if (left < 0) left = r;
+            else {
+                pr[2 * n] = left;
+                pr[2 * n + 1] = r;
+                n++;
+                left = -1;
+            }
+        }
+    if (left >= 0) {
+        pr[2 * n] = left;
+        pr[2 * n + 1] = units;
+    }
+    free(partner);
+    free(np);
+    free(best);
+}
+
+/* Paired b64 tiles with the rows matched by the prep kernel (pair_match 1), op N and op T: the pairs it made
+   (tune.pair_rows_out) equal the host reference's, on a planted pattern (units 2p and a random partner hold the same
+   four columns of their own: the reference must find exactly those pairs, which checks the reference too), a uniform
+   pattern with an odd number of units and a skewed one; results against the float64 reference (alpha / beta random,
+   fp16 / bf16 / fp32 C). Past the matcher's limits (1030 units) the launcher keeps adjacent rows. */
+BSK_TEST(gpu_hopper_spmm_pair_match)
+{
+    bsk_context *ctx = NULL;
+    const char *why = hopper_skip_reason(&ctx);
+    if (why) SKIP(why);
+    struct bsk_hopper_tune_s saved = bsk__hopper_tune;
+    bsk_rng *r = bsk_test_rng();
+    const int b = 64;
+    int2 *d_pr = NULL;
+    REQUIRE(cudaMalloc((void **)&d_pr, 1024 * sizeof(int2)) == cudaSuccess);
+    bsk__hopper_tune.b64_mode = 2;
+    bsk__hopper_tune.pair_match = 1;
+    bsk__hopper_tune.pair_rows_out = d_pr;
+    for (int v = 0; v < 6; v++) {
+        const bsk_op op = (v & 1) ? BSK_OP_T : BSK_OP_N;
+        const int kind = v >> 1;
+        /* units (block rows for op N, block columns for op T) and their members */
+        const int units = kind == 0 ? 12 : kind == 1 ? 2 * bsk_rng_int(r, 10, 20) + 1 : 26, cols = kind == 0 ? 24 : 30;
+        const int64_t mb = op == BSK_OP_N ? units : cols, nb = op == BSK_OP_N ? cols : units;
+        const int64_t M = mb * b - (kind == 1 ? 17 : 0), K = nb * b - (kind == 2 ? 5 : 0);
+        bsk_bsr A;
+        if (kind == 0) {
+            /* planted: a random perfect matching of the units, each pair alone on four columns */
+            int perm[12];
+            for (int i = 0; i < units; i++) perm[i] = i;
+            for (int i = units - 1; i > 0; i--) {
+                const int j = bsk_rng_int(r, 0, i), x = perm[i];
+                perm[i] = perm[j];
+                perm[j] = x;
+            }
+            uint8_t *mask = (uint8_t *)calloc((size_t)(mb * nb), 1);
+            for (int p = 0; p < units / 2; p++)
+                for (int q = 0; q < 2; q++)
+                    for (int j = 0; j < 4; j++) {
+                        const int u = perm[2 * p + q], m = 4 * p + j;
+                        mask[op == BSK_OP_N ? (size_t)u * nb + m : (size_t)m * nb + u] = 1;
+                    }
+            bsk_dense D = bsk_test_dense(M, K, 0, BSK_F16, r);
+            REQUIRE_OK(bsk_bsr_from_mask(&D, b, b, mask, &A));
+            bsk_test_dense_free(&D);
+            free(mask);
+        } else {
+            A = spmm_random_bsr(M, K, b, kind == 1 ? 0.3 : 0.25, kind == 1 ? BSK_PATTERN_UNIFORM : BSK_PATTERN_SKEWED,
+                                v & 2 ? BSK_BF16 : BSK_F16);
+        }
+        uint8_t *set = (uint8_t *)calloc((size_t)units * cols, 1);
+        for (int64_t i = 0; i < bsk_bsr_mb(&A); i++)
+            for (int32_t k = A.row_ptr[i]; k < A.row_ptr[i + 1]; k++)
+                set[op == BSK_OP_N ? (size_t)i * cols + A.col_idx[k] : (size_t)A.col_idx[k] * cols + i] = 1;
+        const int U = (units + 1) / 2;
+        int *ref = (int *)malloc((size_t)U * 2 * sizeof(int)), *got = (int *)malloc((size_t)U * 2 * sizeof(int));
+        pair_match_ref(set, units, cols, ref);
+        REQUIRE(cudaMemset(d_pr, 0xff, 1024 * sizeof(int2)) == cudaSuccess);
+        const bsk_dtype ct = v % 3 == 0 ? BSK_F32 : A.dtype;
+        const float beta = v == 3 ? 0.5f : 0.0f;
+        run_device_case_op(t, ctx, op, &A, 8 * bsk_rng_int(r, 20, 60), 0, 0, ct, 0.5f + (float)bsk_rng_uniform(r), beta, 1);
+        const char *want = op == BSK_OP_N ? "hopper-wgmma-b64p" : "hopper-wgmma-b64pt";
+        if (strcmp(bsk_last_kernel(ctx), want) != 0 || bsk__hopper_tune.out_pair_match != 1) {
+            t->failed++;
+            fprintf(stderr, "  v %d: last kernel %s (want %s), pair matching %d\n", v, bsk_last_kernel(ctx), want,
+                    bsk__hopper_tune.out_pair_match);
+        }
+        REQUIRE(cudaMemcpy(got, d_pr, (size_t)U * sizeof(int2), cudaMemcpyDeviceToHost) == cudaSuccess);
+        int bad = 0;
+        for (int i = 0; i < 2 * U; i++) bad += got[i] != ref[i];
+        if (kind == 0) /* planted: every pair is one of the planted ones (both units on the same four columns) */
+            for (int u = 0; u < U; u++)
+                bad += ref[2 * u] >= ref[2 * u + 1] || ref[2 * u + 1] >= units ||
+                       memcmp(set + (size_t)ref[2 * u] * cols, set + (size_t)ref[2 * u + 1] * cols, (size_t)cols) != 0;
+        if (bad) {
+            t->failed++;
+            fprintf(stderr, "  v %d (%d units): %d pair entries differ from the reference; first pairs got / ref:", v,
+                    units, bad);
+            for (int u = 0; u < U && u < 6; u++)
+                fprintf(stderr, " (%d,%d)/(%d,%d)", got[2 * u], got[2 * u + 1], ref[2 * u], ref[2 * u + 1]);
+            fprintf(stderr, "\n");
+        }
+        free(ref);
+        free(got);
+        free(set);
+        bsk_bsr_free(&A);
+    }
+    /* past the matcher's row limit: adjacent rows, still right */
+    bsk__hopper_tune.pair_rows_out = NULL;
+    bsk_bsr L = spmm_random_bsr(1030 * b - 3, 2 * b, b, 0.5, BSK_PATTERN_UNIFORM, BSK_F16);
+    run_device_case(t, ctx, &L, 64, 0, 0, BSK_F16, 1.0f, 0.0f, 1);
+    if (bsk__hopper_tune.out_pair_match != 0) {
+        t->failed++;
+        fprintf(stderr, "  1030 block rows: pair matching %d, want 0 (past the limit)\n", bsk__hopper_tune.out_pair_match);
+    }
+    bsk_bsr_free(&L);
+    cudaFree(d_pr);
+    bsk__hopper_tune = saved;
+    bsk_destroy(ctx);
+}
+
 #else /* built without CUDA: the tests exist and skip */
 BSK_TEST(gpu_hopper_spmm_dtypes_blocks) { SKIP("built without CUDA"); }
 BSK_TEST(gpu_hopper_spmm_op_t) { SKIP("built without CUDA"); }
@@ -1142,4 +1309,5 @@ BSK_TEST(gpu_hopper_spmm_b64_wide_split) { SKIP("built without CUDA"); }
 BSK_TEST(gpu_hopper_spmm_partition_queues) { SKIP("built without CUDA"); }
 BSK_TEST(gpu_hopper_l2_partition_map) { SKIP("built without CUDA"); }
 BSK_TEST(gpu_hopper_spmm_pattern_cache) { SKIP("built without CUDA"); }
+BSK_TEST(gpu_hopper_spmm_pair_match) { SKIP("built without CUDA"); }
 #endif

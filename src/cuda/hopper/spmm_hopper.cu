@@ -72,6 +72,9 @@ static const int SPLIT_SKEW_MB = 32;
    session 9 measured b128 uniform d 0.1 / 0.25 / 0.5 +2.7 / +0.8 / +0.5 % in one run and +1.6 / -1.2 / -0.6 %
    (bf16 d 0.25 -1.2 %) in the next, on another H100 (docs/hopper-spmm-notes.md): below the adoption rule. */
 static const int ROW_GROUPS_DEFAULT = 0;
+/* Paired b64 tiles: each block row paired with one that shares its columns (the prep kernel's mutual-best matching,
+   spmm_kernel.cuh) where the pattern fits the matcher's limits (match_fits), instead of rows 2u, 2u + 1. */
+static const int PAIR_MATCH_DEFAULT = 0;
 
 typedef Cfg<128, 256, 4, false> Cfg128;        /* tile 128 x 256, 48 KB stages, direct epilogue                */
 typedef Cfg<128, 256, 3, true> Cfg128t;        /* the same, 3 stages + 64 KB staging for the TMA-store epilogue */
@@ -242,20 +245,27 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, cons
     if (CF::TRANS && (s = bsk_cuda_tindex_get(ctx, A, &ti))) return s;
     const int32_t *units_ptr = CF::TRANS ? ti.t_ptr : A->row_ptr, *units_idx = CF::TRANS ? ti.t_row : A->col_idx;
 
-    /* The work list: counter (256 bytes) | sorted[units_cap] | bandinfo[units_cap] | split_ctr, then the split's
+    /* The work list: counter (256 bytes) | sorted[units_cap] | bandinfo[units_cap] | (PAIR: pair_end[units_cap],
+       pair_rows[units]) | split_ctr, then the split's
        fp32 partial tiles (scratch). With the pattern cache on, the list lives in the pattern's cache entry under a
        key of every other input of the prep kernel, filled by it on first use only: the main kernel leaves the
        queues and split counters at zero when it ends, so a later call launches the main kernel alone (the prep
        was 3.5 of 15.5 us at 2048^3 b128 d 0.1, H200); the partials stay in the workspace. */
-    size_t off_ctr = 256 + (size_t)units_cap * (sizeof(int4) + sizeof(int2));
+    const size_t off_pair = 256 + (size_t)units_cap * (sizeof(int4) + sizeof(int2));
+    const size_t off_prows = off_pair + (((size_t)units_cap * sizeof(int) + 7) & ~(size_t)7);
+    size_t off_ctr = CF::PAIR ? off_prows + (size_t)mu * sizeof(int2) : off_pair;
     off_ctr = (off_ctr + 255) & ~(size_t)255;
     size_t off_slots = off_ctr + (size_t)parts_cap * nt * 2 * sizeof(int);
     off_slots = (off_slots + 255) & ~(size_t)255;
     const size_t slot_bytes = (size_t)parts_cap * nt * 2 * CF::SPLIT_F4 * 16;
     void *ws = NULL, *lists = NULL;
     int built = 0, lslot = -1;
+    /* paired tiles: match the rows (the matcher's limits checked here and again in the prep kernel) */
+    const int pm_knob = bsk__hopper_tune.pair_match;
+    const int match = CF::PAIR && (pm_knob > 0 || (pm_knob == 0 && PAIR_MATCH_DEFAULT)) && match_fits(mb, nb) ? 1 : 0;
+    bsk__hopper_tune.out_pair_match = match;
     const int64_t lkey[BSK_DERIVED_KEY] = {2 /* kind: b64 / b128 units */ | (CF::TRANS ? 16 : 0) | (CF::PAIR ? 32 : 0) |
-                                               (cls << 6) | ((int64_t)long_len << 8),
+                                               (cls << 6) | ((int64_t)long_len << 8) | ((int64_t)match << 40),
                                            band, L | (int64_t)parts_cap << 32, nt};
     if (ctx->pattern_cache && (s = bsk_cuda_derived_get(ctx, A, lkey, off_slots, &lists, &built, &lslot))) {
         if (CF::TRANS) bsk_cuda_tindex_done(ctx, &ti);
@@ -273,10 +283,14 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, cons
     unsigned *counter = (unsigned *)lb;
     int4 *sorted = (int4 *)(lb + 256);
     int2 *bandinfo = (int2 *)(sorted + units_cap);
+    int *pair_end = CF::PAIR ? (int *)(lb + off_pair) : NULL;
+    int2 *pair_rows = CF::PAIR ? (int2 *)(lb + off_prows) : NULL;
 
     SpmmParams p;
     p.sorted = sorted;
     p.bandinfo = bandinfo;
+    p.pair_end = pair_end;
+    p.pair_rows = pair_rows;
     p.counter = counter;
     p.col_idx = units_idx;
     p.blk_idx = CF::TRANS ? ti.t_blk : NULL;
@@ -330,12 +344,17 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, cons
 
     int filled = built;
     if (!built) {
-        spmm_prep_kernel<<<1, 1024, 0, stream>>>(units_ptr, (int)mb, (int)A->nnzb, CF::PAIR ? 1 : 0, (int)band, cls,
-                                                 (int)L, (int)parts_cap, (int)nt, long_len, sorted, bandinfo,
-                                                 counter, p.split_ctr);
+        spmm_prep_kernel<<<1, 1024, 0, stream>>>(units_ptr, units_idx, (int)mb, (int)nb, (int)A->nnzb,
+                                                 CF::PAIR ? 1 : 0, match, (int)band, cls, (int)L, (int)parts_cap,
+                                                 (int)nt, long_len, sorted, bandinfo, counter, p.split_ctr, pair_end,
+                                                 pair_rows);
         s = BSK_CUDA_LAUNCH_CHECK();
         filled = !s;
     }
+    if (!s && CF::PAIR && bsk__hopper_tune.pair_rows_out && cudaMemcpyAsync(bsk__hopper_tune.pair_rows_out, pair_rows,
+                                                                            (size_t)mu * sizeof(int2),
+                                                                            cudaMemcpyDeviceToDevice, stream))
+        s = BSK_ERR_CUDA;
     if (!s)
         s = bsk_hopper_launch(spmm_kernel<CF, DT>, grid, CF::THREADS, CF::SMEM, stream, !bsk__hopper_tune.no_pdl,
                               CF::CLUSTER, tmA, tmB, tmC, tmPA, tmPB, p);

@@ -47,9 +47,11 @@ namespace bsk_hopper {
 
 /* Plain parameters of the main kernel (the tensor maps travel separately as __grid_constant__). */
 struct SpmmParams {
-    const int4 *sorted;     /* per rank: {unit, first block, middle, end}: the unit's first row owns blocks
-                               [first, max(middle, first)), its second row (PAIR) [middle, max(end, middle))
-                               (end = middle without PAIR); longest units first                          */
+    const int4 *sorted;     /* per rank, longest units first: {unit, first block, end, split code}; PAIR: {unit,
+                               first row's first block, its end, second row's first block}, the first row owns
+                               blocks [first, max(end, first)), the second [its first, max(pair_end, its first)) */
+    const int *pair_end;    /* PAIR: per rank, the second row's end                                   */
+    const int2 *pair_rows;  /* PAIR: per unit, its two block rows (the second >= the block rows: none) */
     const int2 *bandinfo;   /* per rank: {first rank, units} of the band holding that rank            */
     unsigned *counter;      /* [0] work-queue head, [1] items, [2..3] partition queue heads, [4] skewed,
                                [5] short rows, [6] CTAs done, [7] long units (part_long): see spmm_prep_kernel */
@@ -190,9 +192,10 @@ struct Cfg {
 
 /* ---------------------------------------------------------------- prep: order the units */
 
-/* One CTA of 1024 threads: a counting sort of the units (block rows, or pairs of adjacent block rows) by
+/* One CTA of 1024 threads: a counting sort of the units (block rows, or pairs of block rows) by
    length (blocks, both rows together), longest first (lengths past 1023 share the top bin), writing
-   {unit, start, middle, end} with row_ptr clamped to [0, nnzb]; zeroes the queue heads (counter[0], and
+   {unit, start, end, split code} (pairs: {unit, first row's start, its end, second row's start}, the second row's
+   end in pair_end[] at the same rank and the two rows in pair_rows[unit]) with row_ptr clamped to [0, nnzb]; zeroes the queue heads (counter[0], and
    counter[2..3] of the partition queues) and the count of CTAs done (counter[6]: the main kernel's last CTA
    zeroes all four again, so a pattern-cached work list is reused without this kernel), writes the number of
    items (units x nt) to counter[1] and to
@@ -212,25 +215,137 @@ struct Cfg {
    are not left for the end, where they would make the tail), and units of a band share B panels in L2.
    It lets the main kernel start at once (programmatic dependent launch); that kernel waits for this one's
    memory before reading it. */
+/* Pair matching (PAIR configurations, session 24): a pair's stage loads one B panel per column of the union of its two
+   rows' columns, so rows that share columns make fewer stages and fewer B bytes per flop (the b64 kernels are bound by
+   the bytes an SM takes in). Adjacent rows of a random pattern share d^2 of the columns; each row's best partner shares
+   more (CPU model over uniform patterns: unions 7-10 % smaller at 8192^3, 12-20 % at 32768 x 4096). Rounds of mutual
+   best partners (a row's best by shared columns, ties to the nearer row, then the lower one; a pair forms where two
+   rows choose each other), at most MATCH_ROUNDS; the rows left over pair in index order. Deterministic: the result
+   depends on the pattern only. Limits: MATCH_MAX_ROWS rows, MATCH_WORDS 32-bit words of column masks (rows x
+   ceil(cols / 32)), MATCH_MAX_WORK word operations per round (rows^2 x words); otherwise adjacent rows pair. */
+constexpr int MATCH_MAX_ROWS = 1024, MATCH_WORDS = 8192, MATCH_ROUNDS = 4;
+constexpr long long MATCH_MAX_WORK = 1LL << 21;
+__host__ __device__ inline bool match_fits(long long rows, long long cols)
+{
+    const long long w = (cols + 31) / 32;
+    return rows >= 2 && rows <= MATCH_MAX_ROWS && cols >= 1 && rows * w <= MATCH_WORDS && rows * rows * w <= MATCH_MAX_WORK;
+}
+
+/* Exclusive prefix sum over the CTA's 1024 threads (one value each); *total gets the sum. Every thread calls it. */
+__device__ __forceinline__ int block_excl_scan(int v, int *warp_tot, int *total)
+{
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    int x = v;
+    for (int o = 1; o < 32; o <<= 1) {
+        const int y = __shfl_up_sync(0xffffffffu, x, o);
+        if (lane >= o) x += y;
+    }
+    __syncthreads(); /* warp_tot free from an earlier call */
+    if (lane == 31) warp_tot[w] = x;
+    __syncthreads();
+    if (w == 0) {
+        const int t = warp_tot[lane];
+        int s = t;
+        for (int o = 1; o < 32; o <<= 1) {
+            const int y = __shfl_up_sync(0xffffffffu, s, o);
+            if (lane >= o) s += y;
+        }
+        warp_tot[lane] = s - t;
+        if (lane == 31) warp_tot[32] = s;
+    }
+    __syncthreads();
+    *total = warp_tot[32];
+    return warp_tot[w] + x - v;
+}
+
 __global__ void __launch_bounds__(1024, 1)
-    spmm_prep_kernel(const int32_t *__restrict__ row_ptr, int mb, int nnzb, int pair, int band_rows, int class_shift,
-                     int split_len, int parts_cap, int nt, int long_len, int4 *__restrict__ sorted,
-                     int2 *__restrict__ bandinfo, unsigned *__restrict__ counter, int *__restrict__ split_ctr)
+    spmm_prep_kernel(const int32_t *__restrict__ row_ptr, const int32_t *__restrict__ lists, int mb, int nb, int nnzb,
+                     int pair, int match, int band_rows, int class_shift, int split_len, int parts_cap, int nt,
+                     int long_len, int4 *__restrict__ sorted, int2 *__restrict__ bandinfo,
+                     unsigned *__restrict__ counter, int *__restrict__ split_ctr, int *__restrict__ pair_end,
+                     int2 *__restrict__ pair_rows)
 {
     grid_dep_launch();
     __shared__ int hist[1024];
     __shared__ int excl[1025];
-    __shared__ int warp_tot[32];
+    __shared__ int warp_tot[33];
     __shared__ int s_sum, s_units, s_pbase, s_maxlen;
+    __shared__ unsigned mbits[MATCH_WORDS]; /* pair matching: each row's column mask */
+    __shared__ int2 s_pr[MATCH_MAX_ROWS / 2]; /* pair matching: the rows of each unit */
     const int tid = threadIdx.x;
     const int mu = pair ? (mb + 1) >> 1 : mb;
-    /* unit i: clamped {start, middle, end} and its length */
-    auto unit = [&](int i, int &rs, int &mid, int &re) -> int {
-        const int r0 = pair ? 2 * i : i;
-        rs = min(max(row_ptr[r0], 0), nnzb);
-        mid = min(max(row_ptr[r0 + 1], 0), nnzb);
-        re = (pair && r0 + 1 < mb) ? min(max(row_ptr[r0 + 2], 0), nnzb) : mid;
-        return max(mid - rs, 0) + max(re - mid, 0);
+    const bool matched = pair && match && match_fits(mb, nb);
+    auto rp = [&](int r) -> int { return min(max(row_ptr[r], 0), nnzb); };
+    if (matched) {
+        const int W = (nb + 31) >> 5;
+        int *partner = hist;                    /* reused: the sort below rewrites both */
+        unsigned *best = (unsigned *)excl;
+        for (int i = tid; i < mb * W; i += 1024) mbits[i] = 0u;
+        for (int r = tid; r < mb; r += 1024) partner[r] = -1;
+        __syncthreads();
+        { /* the masks: warp w takes rows w, w + 32, ..., its lanes the row's entries */
+            const int lane = tid & 31;
+            for (int r = tid >> 5; r < mb; r += 32) {
+                const int rs = rp(r), re = max(rp(r + 1), rs);
+                for (int k = rs + lane; k < re; k += 32) {
+                    const int c = lists[k];
+                    if ((unsigned)c < (unsigned)nb) atomicOr(&mbits[r * W + (c >> 5)], 1u << (c & 31));
+                }
+            }
+        }
+        for (int round = 0; round < MATCH_ROUNDS; ++round) {
+            for (int r = tid; r < mb; r += 1024) best[r] = 0u;
+            __syncthreads();
+            /* key: shared columns, then nearness (1023 - distance), then the lower row: unique per candidate */
+            for (int x = tid; x < mb * mb; x += 1024) {
+                const int r = x / mb, c = x - r * mb;
+                if (c == r || partner[r] >= 0 || partner[c] >= 0) continue;
+                int sc = 0;
+                for (int w = 0; w < W; ++w) sc += __popc(mbits[r * W + w] & mbits[c * W + w]);
+                if (sc == 0) continue;
+                const int dist = c > r ? c - r : r - c;
+                atomicMax(&best[r], ((unsigned)sc << 11) | ((unsigned)(1023 - dist) << 1) | (c < r ? 1u : 0u));
+            }
+            __syncthreads();
+            int any = 0;
+            for (int r = tid; r < mb; r += 1024) {
+                const unsigned k = best[r];
+                if (!k) continue;
+                const int dist = 1023 - (int)((k >> 1) & 1023u), c = (k & 1u) ? r - dist : r + dist;
+                const unsigned k2 = best[c];
+                const int d2 = 1023 - (int)((k2 >> 1) & 1023u), c2 = (k2 & 1u) ? c - d2 : c + d2;
+                if (k2 && c2 == r) {
+                    partner[r] = c; /* read again only after the barrier below */
+                    any = 1;
+                }
+            }
+            if (!__syncthreads_or(any)) break;
+        }
+        /* units: the pairs in order of their first row, then the rows left over, two by two in index order */
+        const int r = tid;
+        const int pr = r < mb ? partner[r] : -2;
+        int nlead, nleft;
+        const int ul = block_excl_scan(pr > r ? 1 : 0, warp_tot, &nlead);
+        const int uo = block_excl_scan(pr == -1 ? 1 : 0, warp_tot, &nleft);
+        if (pr > r) s_pr[ul] = make_int2(r, pr);
+        if (pr == -1) {
+            const int u = nlead + (uo >> 1);
+            if (uo & 1) s_pr[u].y = r;
+            else {
+                s_pr[u].x = r;
+                if (uo == nleft - 1) s_pr[u].y = mb; /* an odd row out: no second row */
+            }
+        }
+        __syncthreads();
+    }
+    /* unit i: clamped {start, end} of its (first) row, pairs also {start, end} of the second row; its length */
+    auto unit = [&](int i, int &rs, int &re, int &rs2, int &re2) -> int {
+        const int r0 = !pair ? i : matched ? s_pr[i].x : 2 * i, r1 = !pair ? mb : matched ? s_pr[i].y : 2 * i + 1;
+        rs = rp(r0);
+        re = max(rp(r0 + 1), rs);
+        rs2 = r1 < mb ? rp(r1) : re;
+        re2 = r1 < mb ? max(rp(r1 + 1), rs2) : rs2;
+        return (re - rs) + (re2 - rs2);
     };
     /* split: the parts of a row of len blocks (1: not split), and part q's offset in the row */
     int L = pair || parts_cap < 2 ? 0 : max(split_len, 0);
@@ -253,8 +368,8 @@ __global__ void __launch_bounds__(1024, 1)
         __syncthreads();
         int loc = 0;
         for (int i = tid; i < mu; i += 1024) {
-            int rs, mid, re;
-            const int len = unit(i, rs, mid, re), P = nparts(len);
+            int rs, re, rs2, re2;
+            const int len = unit(i, rs, re, rs2, re2), P = nparts(len);
             for (int q = 0; q < P; ++q) {
                 const int pl = P > 1 ? part_off(len, P, q + 1) - part_off(len, P, q) : len;
                 atomicAdd(&hist[1023 - min(pl, 1023)], 1);
@@ -278,24 +393,8 @@ __global__ void __launch_bounds__(1024, 1)
     }
     const int mu2 = s_units; /* units after the split */
     /* exclusive scan of hist[0..1023] (bin 0 = longest units) */
-    int v = hist[tid], x = v;
-    const int lane = tid & 31, w = tid >> 5;
-    for (int o = 1; o < 32; o <<= 1) {
-        int y = __shfl_up_sync(0xffffffffu, x, o);
-        if (lane >= o) x += y;
-    }
-    if (lane == 31) warp_tot[w] = x;
-    __syncthreads();
-    if (w == 0) {
-        int t = warp_tot[lane], s = t;
-        for (int o = 1; o < 32; o <<= 1) {
-            int y = __shfl_up_sync(0xffffffffu, s, o);
-            if (lane >= o) s += y;
-        }
-        warp_tot[lane] = s - t;
-    }
-    __syncthreads();
-    const int ex = warp_tot[w] + x - v;
+    int hsum;
+    const int ex = block_excl_scan(hist[tid], warp_tot, &hsum);
     hist[tid] = ex;
     excl[tid] = ex;
     if (tid == 0) {
@@ -310,8 +409,9 @@ __global__ void __launch_bounds__(1024, 1)
         counter[7] = long_len > 0 && class_shift == 1 ? (unsigned)excl[1024 - min(long_len, 1024)] : 0u;
     const int R = max(band_rows, 1);
     for (int i = tid; i < mu; i += 1024) {
-        int rs, mid, re;
-        const int len = unit(i, rs, mid, re), P = nparts(len);
+        int rs, re, rs2, re2;
+        const int len = unit(i, rs, re, rs2, re2), P = nparts(len);
+        if (pair) pair_rows[i] = matched ? s_pr[i] : make_int2(2 * i, 2 * i + 1);
         const int pbase = P > 1 ? atomicAdd(&s_pbase, P) : 0;
         for (int q = 0; q < P; ++q) {
             const int o0 = P > 1 ? part_off(len, P, q) : 0, o1 = P > 1 ? part_off(len, P, q + 1) : len;
@@ -327,9 +427,11 @@ __global__ void __launch_bounds__(1024, 1)
             }
             const int pos = atomicAdd(&hist[1023 - lm], 1);
             const int bf = cstart + ((pos - cstart) / R) * R;
-            /* one-row units: {row, first, end, split code}; pairs: {pair, start, middle, end} */
-            sorted[pos] = pair ? make_int4(i, rs, mid, re)
+            /* one-row units: {row, first, end, split code}; pairs: {pair, first row's start and end, second row's
+               start} and the second row's end in pair_end */
+            sorted[pos] = pair ? make_int4(i, rs, re, rs2)
                                : make_int4(i, rs + o0, rs + o1, P > 1 ? ((pbase + 1) << 12) | (q << 6) | (P - 1) : 0);
+            if (pair) pair_end[pos] = re2;
             bandinfo[pos] = make_int2(bf, min(R, cend - bf));
         }
     }
@@ -672,22 +774,36 @@ __global__ void __launch_bounds__(384, 1)
                 const unsigned j = group_of(t, g0, tge, rb);
                 return p.bandinfo[rb + j / tge];
             };
-            auto entry_of = [&](unsigned t, int2 bi) -> int4 {
+            auto rank_of = [&](unsigned t, int2 bi) -> unsigned {
                 if (rows) {
                     unsigned g, u, ng;
                     rows_split(t, g, u);
                     const unsigned w = rows_pos(g, u, bi, ng);
-                    return p.sorted[2u * ((((unsigned)bi.x + 1u - g) >> 1) + w % ng) + g];
+                    return 2u * ((((unsigned)bi.x + 1u - g) >> 1) + w % ng) + g;
                 }
                 unsigned g0, tge, rb;
                 const unsigned j = group_of(t, g0, tge, rb);
-                return p.sorted[(unsigned)bi.x + (j - ((unsigned)bi.x - rb) * tge) % (unsigned)bi.y];
+                return (unsigned)bi.x + (j - ((unsigned)bi.x - rb) * tge) % (unsigned)bi.y;
+            };
+            /* item t's sorted entry and, PAIR, its second row's end: make_item's list A is [e.y, e.z), list B
+               [e.w, e2) */
+            struct Entry {
+                int4 e;
+                int e2; /* PAIR: the second row's end (pair_end) */
+            };
+            auto entry_of = [&](unsigned t, int2 bi) -> Entry {
+                const unsigned k = rank_of(t, bi);
+                Entry r;
+                r.e = p.sorted[k];
+                r.e2 = CF::PAIR ? p.pair_end[k] : 0;
+                return r;
             };
             struct Item {
                 int unit, ntile, ka, ea, kb, eb; /* list A = [ka, ea), list B = [kb, eb) (empty without PAIR) */
                 int sp;                          /* split code of a one-row unit's part (0: whole row)         */
             };
-            auto make_item = [&](unsigned t, int2 bi, int4 e) -> Item {
+            auto make_item = [&](unsigned t, int2 bi, Entry en) -> Item {
+                const int4 e = en.e;
                 Item it;
                 if (rows) {
                     unsigned g, u, ng;
@@ -701,8 +817,8 @@ __global__ void __launch_bounds__(384, 1)
                 it.unit = e.x;
                 it.ka = e.y;
                 it.ea = max(e.z, e.y);
-                it.kb = CF::PAIR ? e.z : 0; /* without PAIR list B is empty: constants, no registers */
-                it.eb = CF::PAIR ? max(e.w, e.z) : 0;
+                it.kb = CF::PAIR ? e.w : 0; /* without PAIR list B is empty: constants, no registers */
+                it.eb = CF::PAIR ? max(en.e2, e.w) : 0;
                 it.sp = CF::CAN_SPLIT ? e.w : 0;
                 return it;
             };
@@ -770,7 +886,7 @@ __global__ void __launch_bounds__(384, 1)
                 int la = 0;
                 unsigned tn = 0;
                 int2 nbi = make_int2(0, 1);
-                int4 ne = make_int4(0, 0, 0, 0);
+                Entry ne = {make_int4(0, 0, 0, 0), 0};
                 Item nit = {0, 0, 0, 0, 0, 0, 0};
                 int nca = -1, ncb = -1, nva = 0, nvb = 0;
                 auto look = [&]() {
@@ -961,6 +1077,8 @@ __global__ void __launch_bounds__(384, 1)
                 break;
             }
             const int unit = m.x, ntile = m.y * CF::CLUSTER + (int)rank, sp = m.z;
+            /* PAIR: this consumer's block row (read now, used by the epilogue) */
+            const int prow = CF::PAIR ? (c == 0 ? p.pair_rows[unit].x : p.pair_rows[unit].y) : 0;
 #pragma unroll
             for (int i = 0; i < CF::WGN / 2; ++i) acc[i] = 0.0f;
 #pragma unroll
@@ -1043,7 +1161,7 @@ __global__ void __launch_bounds__(384, 1)
                 }
             }
             /* this warpgroup's 64 x WGN part of the tile */
-            const int64_t wr0 = CF::PAIR ? (int64_t)(2 * unit + c) * 64
+            const int64_t wr0 = CF::PAIR ? (int64_t)prow * 64
                                          : (int64_t)unit * CF::BM + (CF::SPLIT_N ? 0 : 64 * c);
             const int wc0 = ntile * CF::BN + (CF::SPLIT_N ? c * CF::WGN : 0);
             if constexpr (CF::SLOTEPI) {
