@@ -294,17 +294,26 @@ __global__ void __launch_bounds__(1024, 1)
             }
         }
         for (int round = 0; round < MATCH_ROUNDS; ++round) {
-            for (int r = tid; r < mb; r += 1024) best[r] = 0u;
-            __syncthreads();
-            /* key: shared columns, then nearness (1023 - distance), then the lower row: unique per candidate */
-            for (int x = tid; x < mb * mb; x += 1024) {
-                const int r = x / mb, c = x - r * mb;
-                if (c == r || partner[r] >= 0 || partner[c] >= 0) continue;
-                int sc = 0;
-                for (int w = 0; w < W; ++w) sc += __popc(mbits[r * W + w] & mbits[c * W + w]);
-                if (sc == 0) continue;
-                const int dist = c > r ? c - r : r - c;
-                atomicMax(&best[r], ((unsigned)sc << 11) | ((unsigned)(1023 - dist) << 1) | (c < r ? 1u : 0u));
+            /* each row's best candidate: warp w takes rows w, w + 32, ..., its lanes the candidates, a warp max (no
+               atomics: one shared address per row serialised a warp's 32 updates, session 24's first run). Key: shared
+               columns, then nearness (1023 - distance), then the lower row: unique per candidate. */
+            const int lane = tid & 31;
+            for (int r = tid >> 5; r < mb; r += 32) {
+                if (partner[r] >= 0) { /* uniform in the warp */
+                    if (lane == 0) best[r] = 0u;
+                    continue;
+                }
+                unsigned k = 0u;
+                for (int c = lane; c < mb; c += 32) {
+                    if (c == r || partner[c] >= 0) continue;
+                    int sc = 0;
+                    for (int w = 0; w < W; ++w) sc += __popc(mbits[r * W + w] & mbits[c * W + w]);
+                    const int dist = c > r ? c - r : r - c;
+                    const unsigned kc = sc ? ((unsigned)sc << 11) | ((unsigned)(1023 - dist) << 1) | (c < r ? 1u : 0u) : 0u;
+                    k = max(k, kc);
+                }
+                k = __reduce_max_sync(0xffffffffu, k);
+                if (lane == 0) best[r] = k;
             }
             __syncthreads();
             int any = 0;
