@@ -82,7 +82,7 @@ static void print_prof(spmm_arg *sa)
 int main(int argc, char **argv)
 {
     int b64tile = 0, b64sweep = 0, b64slot = 0, b64split = 0, quick = 0, variants = 0, cf32 = 0, ncu = 0, d1 = 0, ring4 = 0, bands = 0, prof = 0, skew = 0, tall = 0, fin = 0, mc = 0, hint = 0, partcheck = 0,
-        part = 0,
+        part = 0, pairmatch = 0,
         s7 = 0, fabric = 0, fabric2 = 0;
     const char *part_file = NULL;
     for (int i = 1; i < argc; i++) {
@@ -108,7 +108,8 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--s7")) s7 = 1; /* session 7: the L2 eviction hints on skewed and uniform b128 */
         else if (!strcmp(argv[i], "--final")) fin = 1; /* b128 uniform / skewed defaults, few-rows shapes split / not */
         else if (!strcmp(argv[i], "--b64slot2")) b64slot = 2;
-        else if (!strcmp(argv[i], "--pairmatch")) b64split = 12; /* session 24: paired b64 tiles with matched rows */
+        else if (!strcmp(argv[i], "--pairmatch")) b64split = 12, pairmatch = 1; /* session 24: paired b64 tiles, matched rows */
+        else if (!strcmp(argv[i], "--pairmatch2")) b64split = 12, pairmatch = 2; /* session 24: matched pair vs the default */
         else if (!strcmp(argv[i], "--b64slot")) b64slot = 1; /* session 20: 64 x 512 with C staged in the last slot */
         else if (!strcmp(argv[i], "--tgskew")) b64split = 4; /* session 21: tile groups on skewed rows */
         else if (!strcmp(argv[i], "--skewfab")) b64split = 11; /* session 23 (next): b128 skewed DRAM by source, with --ncu */
@@ -622,12 +623,25 @@ int main(int argc, char **argv)
             {0, 0, 0, 0.10, 0, 0}, {0, 0, 0, 0.25, 0, 0}, {0, 0, 0, 0.50, 0, 0}, {0, 0, 0, 0.25, 1, 0},
             {32768, 4096, 4096, 0.10, 0, 0}, {32768, 4096, 4096, 0.50, 0, 0}, {0, 0, 0, 0.50, 0, 1}};
         static const char *tg[4] = {"pair", "pair matched", "pair, cached", "pair matched, cached"};
-        for (int q = 0; q < 7; q++)
-            for (int r = 0; r < 8; r++) {
-                const int v = r < 4 ? r : 7 - r;
-                ADD(.b = 64, .d = pt[q].d, .skew = pt[q].sk, .m = pt[q].m, .n = pt[q].n, .k = pt[q].k, .opt = pt[q].opt,
-                    .b64m = 2, .pm = v & 1 ? 1 : -1, .cache = v >= 2, .tag = tg[v]);
-            }
+        if (pairmatch == 1)
+            for (int q = 0; q < 7; q++)
+                for (int r = 0; r < 8; r++) {
+                    const int v = r < 4 ? r : 7 - r;
+                    ADD(.b = 64, .d = pt[q].d, .skew = pt[q].sk, .m = pt[q].m, .n = pt[q].n, .k = pt[q].k, .opt = pt[q].opt,
+                        .b64m = 2, .pm = v & 1 ? 1 : -1, .cache = v >= 2, .tag = tg[v]);
+                }
+        /* --pairmatch2 (run 3): with the lists cached, the default dispatch (the 64 x 512 tile below d 0.375) against the
+           matched pair where the tile is the default, A B B A */
+        static const struct { int64_t m, n, k; double d; int sk, opt; } pu[7] = {
+            {0, 0, 0, 0.10, 0, 0}, {0, 0, 0, 0.25, 0, 0}, {0, 0, 0, 0.10, 1, 0}, {0, 0, 0, 0.25, 1, 0},
+            {32768, 4096, 4096, 0.10, 0, 0}, {32768, 4096, 4096, 0.25, 0, 0}, {0, 0, 0, 0.25, 0, 1}};
+        if (pairmatch == 2)
+            for (int q = 0; q < 7; q++)
+                for (int r = 0; r < 4; r++) {
+                    const int v = r == 1 || r == 2;
+                    ADD(.b = 64, .d = pu[q].d, .skew = pu[q].sk, .m = pu[q].m, .n = pu[q].n, .k = pu[q].k, .opt = pu[q].opt,
+                        .b64m = v ? 2 : 0, .pm = v ? 1 : -1, .cache = 1, .tag = v ? "pair matched, cached" : "default, cached");
+                }
     }
     if (b64split == 10) { /* session 23, H100: b128 skewed d 0.1 reads 557 MB of DRAM vs 209 MB uniform. With one group of
                              half the tiles per partition queue the class bands (longest first) each sweep the partition's

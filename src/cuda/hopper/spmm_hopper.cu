@@ -73,8 +73,12 @@ static const int SPLIT_SKEW_MB = 32;
    (bf16 d 0.25 -1.2 %) in the next, on another H100 (docs/hopper-spmm-notes.md): below the adoption rule. */
 static const int ROW_GROUPS_DEFAULT = 0;
 /* Paired b64 tiles: each block row paired with one that shares its columns (the prep kernel's mutual-best matching,
-   spmm_kernel.cuh) where the pattern fits the matcher's limits (match_fits), instead of rows 2u, 2u + 1. */
-static const int PAIR_MATCH_DEFAULT = 0;
+   spmm_kernel.cuh) where the pattern fits the matcher's limits (match_fits), instead of rows 2u, 2u + 1 — by default
+   only for work lists kept in the pattern cache (below). Session 24, H100, same run, lists cached (the main kernel
+   alone): 8192^3 uniform d 0.1 / 0.25 / 0.5 E 0.498 -> 0.533, 0.569 -> 0.606, 0.653 -> 0.683; skewed d 0.25 0.549 ->
+   0.588; 32768 x 4096 x 4096 d 0.1 / 0.5 0.470 -> 0.535, 0.674 -> 0.723; op T d 0.5 0.647 -> 0.652. Rebuilt on every
+   call the matching costs more than it gains (d 0.1 0.496 -> 0.477, MoE d 0.1 0.463 -> 0.298). */
+static const int PAIR_MATCH_DEFAULT = 1;
 
 typedef Cfg<128, 256, 4, false> Cfg128;        /* tile 128 x 256, 48 KB stages, direct epilogue                */
 typedef Cfg<128, 256, 3, true> Cfg128t;        /* the same, 3 stages + 64 KB staging for the TMA-store epilogue */
@@ -260,12 +264,14 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, cons
     const size_t slot_bytes = (size_t)parts_cap * nt * 2 * CF::SPLIT_F4 * 16;
     void *ws = NULL, *lists = NULL;
     int built = 0, lslot = -1;
-    /* paired tiles: match the rows (the matcher's limits checked here and again in the prep kernel) */
+    /* paired tiles: match the rows (the matcher's limits checked here and again in the prep kernel) where the knob asks
+       for it, or by default where the work list is kept in the pattern cache: the one-CTA matching costs ~30 us at
+       8192^3 and ~220 us at 32768 x 4096 (H100, session 24), so it pays only when built once for many calls */
     const int pm_knob = bsk__hopper_tune.pair_match;
-    const int match = CF::PAIR && (pm_knob > 0 || (pm_knob == 0 && PAIR_MATCH_DEFAULT)) && match_fits(mb, nb) ? 1 : 0;
-    bsk__hopper_tune.out_pair_match = match;
+    const int want_match = CF::PAIR && match_fits(mb, nb) &&
+                           (pm_knob > 0 || (pm_knob == 0 && PAIR_MATCH_DEFAULT && ctx->pattern_cache)) ? 1 : 0;
     const int64_t lkey[BSK_DERIVED_KEY] = {2 /* kind: b64 / b128 units */ | (CF::TRANS ? 16 : 0) | (CF::PAIR ? 32 : 0) |
-                                               (cls << 6) | ((int64_t)long_len << 8) | ((int64_t)match << 40),
+                                               (cls << 6) | ((int64_t)long_len << 8) | ((int64_t)want_match << 40),
                                            band, L | (int64_t)parts_cap << 32, nt};
     if (ctx->pattern_cache && (s = bsk_cuda_derived_get(ctx, A, lkey, off_slots, &lists, &built, &lslot))) {
         if (CF::TRANS) bsk_cuda_tindex_done(ctx, &ti);
@@ -279,6 +285,9 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, cons
         if (CF::TRANS) bsk_cuda_tindex_done(ctx, &ti);
         return s;
     }
+    /* inside a capture the list is rebuilt by every replay: no matching there unless forced */
+    const int match = want_match && (pm_knob > 0 || lists != NULL) ? 1 : 0;
+    bsk__hopper_tune.out_pair_match = match;
     char *lb = lists ? (char *)lists : (char *)ws;
     unsigned *counter = (unsigned *)lb;
     int4 *sorted = (int4 *)(lb + 256);
