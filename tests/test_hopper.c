@@ -1202,7 +1202,8 @@ static void pair_match_ref(const uint8_t *set, int units, int cols, int *pr)
    (tune.pair_rows_out) equal the host reference's, on a planted pattern (units 2p and a random partner hold the same
    four columns of their own: the reference must find exactly those pairs, which checks the reference too), a uniform
    pattern with an odd number of units and a skewed one; results against the float64 reference (alpha / beta random,
-   fp16 / bf16 / fp32 C). Past the matcher's limits (1030 units) the launcher keeps adjacent rows. */
+   fp16 / bf16 / fp32 C). Past the matcher's limits (1030 units) the launcher keeps adjacent rows. The default dispatch:
+   with the pattern cache on the matched pair from d 0.2, off the 64 x 512 tile below d 0.375. */
 BSK_TEST(gpu_hopper_spmm_pair_match)
 {
     bsk_context *ctx = NULL;
@@ -1294,6 +1295,22 @@ BSK_TEST(gpu_hopper_spmm_pair_match)
         fprintf(stderr, "  1030 block rows: pair matching %d, want 0 (past the limit)\n", bsk__hopper_tune.out_pair_match);
     }
     bsk_bsr_free(&L);
+    /* the default dispatch at d 0.3 (N >= 512, >= 2 items of the 64 x 512 tile per CTA): with the pattern cache on the
+       matched pair, twice (the list built, then reused), off the 64 x 512 tile */
+    bsk__hopper_tune = saved;
+    bsk__hopper_tune.max_ctas = 8;
+    bsk_bsr P = spmm_random_bsr(16 * b, 8 * b, b, 0.3, BSK_PATTERN_UNIFORM, BSK_F16);
+    for (int q = 0; q < 3; q++) {
+        REQUIRE_OK(bsk_set_pattern_cache(ctx, q < 2));
+        run_device_case(t, ctx, &P, 512, 0, 0, BSK_F16, 1.0f, 0.0f, 1);
+        const char *want = q < 2 ? "hopper-wgmma-b64p" : "hopper-wgmma-b64";
+        if (strcmp(bsk_last_kernel(ctx), want) != 0 || (q < 2 && bsk__hopper_tune.out_pair_match != 1)) {
+            t->failed++;
+            fprintf(stderr, "  d 0.3, pattern cache %s: last kernel %s (want %s), pair matching %d\n", q < 2 ? "on" : "off",
+                    bsk_last_kernel(ctx), want, bsk__hopper_tune.out_pair_match);
+        }
+    }
+    bsk_bsr_free(&P);
     cudaFree(d_pr);
     bsk__hopper_tune = saved;
     bsk_destroy(ctx);

@@ -29,6 +29,11 @@ static const int B64_WIDE_DEFAULT = 1;
    / 0.25 / 0.5 E 0.493 -> 0.535, 0.558 -> 0.572, 0.646 -> 0.595; skewed d 0.5 0.650 -> 0.610; MoE d 0.25 / 0.5 0.574 ->
    0.592, 0.662 -> 0.616. On the H200 (session 20) d 0.5 was level: 0.668 vs 0.665, MoE 0.680 vs 0.691; op T -2 %). */
 static const double B64_WIDE_MAX_DENSITY = 0.375;
+/* ... and below 0.2 where the pair's rows are matched (the pattern cache on: PAIR_MATCH_DEFAULT). Session 24, H100, same
+   run, lists cached: 64 x 512 -> matched pair at 8192^3 d 0.1 0.543 -> 0.531, d 0.25 0.578 -> 0.603, skewed d 0.1 0.498
+   -> 0.442, d 0.25 0.563 -> 0.588, MoE d 0.1 0.530 -> 0.529, d 0.25 0.598 -> 0.635, op T d 0.25 0.584 -> 0.593 (0.2: between
+   the measured densities) */
+static const double B64_WIDE_MAX_DENSITY_MATCHED = 0.2;
 static const int PF_STAGES_DEFAULT = 0; /* run 5: the prefetches double the L2 requests; 1.7x slower at d = 0.5 */
 /* TMA-store epilogue configurations: 4 ring stages with the C tile staged in two rounds (1), or 3 stages with
    the whole tile staged at once (0). Session 4 measures both (tune.ring4). */
@@ -412,9 +417,19 @@ bsk_status bsk_hopper_spmm(bsk_context *ctx, bsk_op op, float alpha, const bsk_b
     const double dens64 = (double)A->nnzb / ((double)bsk_bsr_mb(A) * (double)bsk_bsr_nb(A));
     const int grid64 = bsk__hopper_tune.max_ctas > 0 && bsk__hopper_tune.max_ctas < st->sms ? bsk__hopper_tune.max_ctas
                                                                                             : st->sms;
+    /* the pair's rows matched (the launcher's rule: the pattern cache on, not inside a capture, within the matcher's
+       limits) */
+    int matched64 = PAIR_MATCH_DEFAULT && bsk__hopper_tune.pair_match == 0 && ctx->pattern_cache &&
+                    match_fits(units64, op == BSK_OP_T ? bsk_bsr_mb(A) : bsk_bsr_nb(A));
+    if (matched64) {
+        cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+        if (cudaStreamIsCapturing((cudaStream_t)ctx->stream, &cs) != cudaSuccess || cs != cudaStreamCaptureStatusNone)
+            matched64 = 0;
+    }
     const int wide64 = bsk__hopper_tune.b64_wgn == 256 ||
                        (bsk__hopper_tune.b64_wgn == 0 && bsk__hopper_tune.b64_mode == 0 && B64_WIDE_DEFAULT && tma_epi &&
-                        bsk__hopper_tune.slot_epi >= 0 && C->cols >= 512 && dens64 < B64_WIDE_MAX_DENSITY &&
+                        bsk__hopper_tune.slot_epi >= 0 && C->cols >= 512 &&
+                        dens64 < (matched64 ? B64_WIDE_MAX_DENSITY_MATCHED : B64_WIDE_MAX_DENSITY) &&
                         units64 * ((C->cols + 511) / 512) >= 2 * (int64_t)grid64);
     /* the slot epilogue (also for a forced 64 x 512 tile) only where its TMA store applies */
     const int slot64 = wide64 && tma_epi && bsk__hopper_tune.slot_epi >= 0;
