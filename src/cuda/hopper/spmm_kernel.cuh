@@ -293,6 +293,9 @@ __global__ void __launch_bounds__(1024, 1)
                 }
             }
         }
+        __syncthreads(); /* every mask complete before any warp compares them (session 24: without this barrier a warp
+                            read rows still being built; racecheck's scheduling showed it, as a pairing unlike the
+                            host reference's) */
         for (int round = 0; round < MATCH_ROUNDS; ++round) {
             /* each row's best candidate: warp w takes rows w, w + 32, ..., its lanes the candidates, a warp max (no
                atomics: one shared address per row serialised a warp's 32 updates, session 24's first run). Key: shared
