@@ -814,13 +814,13 @@ int main(int argc, char **argv)
         const int di_ = c.d == 0.10 ? 0 : c.d == 0.25 ? 1 : c.d == 0.50 ? 2 : 3;
         const uint64_t seed = c.seed ? (uint64_t)c.seed : (uint64_t)(1000 + (c.b == 64) * 6 + di_ * 2 + c.skew);
         bsk_dtype dt = c.bf ? BSK_BF16 : BSK_F16, ct = c.c32 ? BSK_F32 : dt;
+        if (c.opt && M_ != K_) continue; /* op T: square shapes only (the reference below) */
         bsk_bsr hA, A;
         CS(bsk_bsr_random(M_, K_, c.b, c.b, c.d, c.skew ? BSK_PATTERN_SKEWED : BSK_PATTERN_UNIFORM, seed, dt, &hA));
         bsk_bsr_stats st;
         CS(bsk_bsr_stats_get(&hA, &st));
         CS(bsk_bsr_clone(&hA, BSK_MEM_DEVICE, &A));
         bsk_dense B = {K_, N_, N_, dt, BSK_MEM_DEVICE, dB[c.bf]}, C = {M_, N_, N_, ct, BSK_MEM_DEVICE, dC};
-        if (c.opt && M_ != K_) continue; /* op T: square shapes only (the reference below) */
         spmm_arg sa = {ctx, &A, &B, &C, c.opt ? BSK_OP_T : BSK_OP_N};
         CS(bsk_set_pattern_cache(ctx, c.cache)); /* a change drops every entry */
         if (ncu) {

@@ -1201,7 +1201,8 @@ static void pair_match_ref(const uint8_t *set, int units, int cols, int *pr)
 /* Paired b64 tiles with the rows matched by the prep kernel (pair_match 1), op N and op T: the pairs it made
    (tune.pair_rows_out) equal the host reference's, on a planted pattern (units 2p and a random partner hold the same
    four columns of their own: the reference must find exactly those pairs, which checks the reference too), a uniform
-   pattern with an odd number of units and a skewed one; results against the float64 reference (alpha / beta random,
+   pattern with an odd number of units, a skewed one, and (op N) 200 units x 100 columns and 1024 x 64 (masks of 4 and 2
+   words, every thread of the prep kernel busy: the matcher's limits); results against the float64 reference (alpha / beta random,
    fp16 / bf16 / fp32 C). Past the matcher's limits (1030 units) the launcher keeps adjacent rows. The default dispatch:
    with the pattern cache on the matched pair from d 0.2, off the 64 x 512 tile below d 0.375. */
 BSK_TEST(gpu_hopper_spmm_pair_match)
@@ -1217,11 +1218,12 @@ BSK_TEST(gpu_hopper_spmm_pair_match)
     bsk__hopper_tune.b64_mode = 2;
     bsk__hopper_tune.pair_match = 1;
     bsk__hopper_tune.pair_rows_out = d_pr;
-    for (int v = 0; v < 6; v++) {
-        const bsk_op op = (v & 1) ? BSK_OP_T : BSK_OP_N;
-        const int kind = v >> 1;
+    for (int v = 0; v < 8; v++) {
+        const bsk_op op = v < 6 && (v & 1) ? BSK_OP_T : BSK_OP_N;
+        const int kind = v < 6 ? v >> 1 : v - 3; /* 3, 4: the shapes the matching is for (masks of 4 / 2 words) */
         /* units (block rows for op N, block columns for op T) and their members */
-        const int units = kind == 0 ? 12 : kind == 1 ? 2 * bsk_rng_int(r, 10, 20) + 1 : 26, cols = kind == 0 ? 24 : 30;
+        const int units = kind == 0 ? 12 : kind == 1 ? 2 * bsk_rng_int(r, 10, 20) + 1 : kind == 2 ? 26 : kind == 3 ? 200 : 1024;
+        const int cols = kind == 0 ? 24 : kind <= 2 ? 30 : kind == 3 ? 100 : 64;
         const int64_t mb = op == BSK_OP_N ? units : cols, nb = op == BSK_OP_N ? cols : units;
         const int64_t M = mb * b - (kind == 1 ? 17 : 0), K = nb * b - (kind == 2 ? 5 : 0);
         bsk_bsr A;
@@ -1246,8 +1248,8 @@ BSK_TEST(gpu_hopper_spmm_pair_match)
             bsk_test_dense_free(&D);
             free(mask);
         } else {
-            A = spmm_random_bsr(M, K, b, kind == 1 ? 0.3 : 0.25, kind == 1 ? BSK_PATTERN_UNIFORM : BSK_PATTERN_SKEWED,
-                                v & 2 ? BSK_BF16 : BSK_F16);
+            A = spmm_random_bsr(M, K, b, kind == 1 ? 0.3 : kind == 2 ? 0.25 : 0.1,
+                                kind == 2 ? BSK_PATTERN_SKEWED : BSK_PATTERN_UNIFORM, v & 2 ? BSK_BF16 : BSK_F16);
         }
         uint8_t *set = (uint8_t *)calloc((size_t)units * cols, 1);
         for (int64_t i = 0; i < bsk_bsr_mb(&A); i++)
@@ -1259,7 +1261,8 @@ BSK_TEST(gpu_hopper_spmm_pair_match)
         REQUIRE(cudaMemset(d_pr, 0xff, 1024 * sizeof(int2)) == cudaSuccess);
         const bsk_dtype ct = v % 3 == 0 ? BSK_F32 : A.dtype;
         const float beta = v == 3 ? 0.5f : 0.0f;
-        run_device_case_op(t, ctx, op, &A, 8 * bsk_rng_int(r, 20, 60), 0, 0, ct, 0.5f + (float)bsk_rng_uniform(r), beta, 1);
+        run_device_case_op(t, ctx, op, &A, kind >= 3 ? 64 : 8 * bsk_rng_int(r, 20, 60), 0, 0, ct,
+                           0.5f + (float)bsk_rng_uniform(r), beta, 1);
         const char *want = op == BSK_OP_N ? "hopper-wgmma-b64p" : "hopper-wgmma-b64pt";
         if (strcmp(bsk_last_kernel(ctx), want) != 0 || bsk__hopper_tune.out_pair_match != 1) {
             t->failed++;

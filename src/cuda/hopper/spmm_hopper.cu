@@ -417,13 +417,17 @@ bsk_status bsk_hopper_spmm(bsk_context *ctx, bsk_op op, float alpha, const bsk_b
     const double dens64 = (double)A->nnzb / ((double)bsk_bsr_mb(A) * (double)bsk_bsr_nb(A));
     const int grid64 = bsk__hopper_tune.max_ctas > 0 && bsk__hopper_tune.max_ctas < st->sms ? bsk__hopper_tune.max_ctas
                                                                                             : st->sms;
-    /* the pair's rows matched (the launcher's rule: the pattern cache on, not inside a capture, within the matcher's
-       limits) */
-    int matched64 = PAIR_MATCH_DEFAULT && bsk__hopper_tune.pair_match == 0 && ctx->pattern_cache &&
-                    match_fits(units64, op == BSK_OP_T ? bsk_bsr_mb(A) : bsk_bsr_nb(A));
-    if (matched64) {
+    /* the pair's rows matched (the launcher's rule: forced by the knob, or the pattern cache on and not inside a
+       capture; within the matcher's limits) */
+    const int pm64 = bsk__hopper_tune.pair_match;
+    int matched64 = match_fits(units64, op == BSK_OP_T ? bsk_bsr_mb(A) : bsk_bsr_nb(A)) &&
+                    (pm64 > 0 || (pm64 == 0 && PAIR_MATCH_DEFAULT && ctx->pattern_cache));
+    if (matched64 && pm64 <= 0) {
         cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
-        if (cudaStreamIsCapturing((cudaStream_t)ctx->stream, &cs) != cudaSuccess || cs != cudaStreamCaptureStatusNone)
+        if (cudaStreamIsCapturing((cudaStream_t)ctx->stream, &cs) != cudaSuccess) {
+            (void)cudaGetLastError(); /* not left for a later launch check */
+            matched64 = 0;
+        } else if (cs != cudaStreamCaptureStatusNone)
             matched64 = 0;
     }
     const int wide64 = bsk__hopper_tune.b64_wgn == 256 ||

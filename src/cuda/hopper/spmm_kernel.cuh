@@ -225,6 +225,9 @@ struct Cfg {
    ceil(cols / 32)), MATCH_MAX_WORK word operations per round (rows^2 x words); otherwise adjacent rows pair. */
 constexpr int MATCH_MAX_ROWS = 1024, MATCH_WORDS = 8192, MATCH_ROUNDS = 4;
 constexpr long long MATCH_MAX_WORK = 1LL << 21;
+/* the candidate key (below): the distance in 10 bits, the shared columns (< 32 x MATCH_WORDS) above bit 11 */
+static_assert(MATCH_MAX_ROWS <= 1024, "pair matching: the key's distance field is 10 bits");
+static_assert(32LL * MATCH_WORDS < (1LL << 21), "pair matching: the key's shared-column count must fit 21 bits");
 __host__ __device__ inline bool match_fits(long long rows, long long cols)
 {
     const long long w = (cols + 31) / 32;
