@@ -3,8 +3,8 @@
    C (M x N) = alpha * A (BSR, square blocks of BM = 64 or 128) * B (K x N row-major) + beta * C.
 
    Work item = (unit, N tile of BN columns); a unit is one block row, or (PAIR, BM = 64) two block rows that
-   share one 128-row tile: rows 2u, 2u + 1, or rows that share columns, paired by the prep kernel (pair_match). A persistent grid (one CTA per SM) takes items from an atomic
-   counter in the order a prep kernel fixed (units sorted by length, longest first, cut into bands whose A
+   share one 128-row tile: rows 2u, 2u + 1, or rows that share columns, paired by the prep kernel (pair_match).
+   A persistent grid (one CTA per SM) takes items from an atomic counter in the order a prep kernel fixed (units sorted by length, longest first, cut into bands whose A
    blocks fit in L2; inside a band the N tile is the outer index, so the CTAs running at one time share B
    panels). Each CTA has three warpgroups:
      - WG0, the producer (setmaxnreg.dec): one warp walks the item's col_idx (32 indices per coalesced load,
