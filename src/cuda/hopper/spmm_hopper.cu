@@ -420,7 +420,7 @@ bsk_status bsk_hopper_spmm(bsk_context *ctx, bsk_op op, float alpha, const bsk_b
     /* the pair's rows matched (the launcher's rule: forced by the knob, or the pattern cache on and not inside a
        capture; within the matcher's limits) */
     const int pm64 = bsk__hopper_tune.pair_match;
-    int matched64 = match_fits(units64, op == BSK_OP_T ? bsk_bsr_mb(A) : bsk_bsr_nb(A)) &&
+    int matched64 = b == 64 && match_fits(units64, op == BSK_OP_T ? bsk_bsr_mb(A) : bsk_bsr_nb(A)) &&
                     (pm64 > 0 || (pm64 == 0 && PAIR_MATCH_DEFAULT && ctx->pattern_cache));
     if (matched64 && pm64 <= 0) {
         cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
