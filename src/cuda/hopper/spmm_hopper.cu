@@ -84,6 +84,14 @@ static const int ROW_GROUPS_DEFAULT = 0;
    0.588; 32768 x 4096 x 4096 d 0.1 / 0.5 0.470 -> 0.535, 0.674 -> 0.723; op T d 0.5 0.647 -> 0.652. Rebuilt on every
    call the matching costs more than it gains (d 0.1 0.496 -> 0.477, MoE d 0.1 0.463 -> 0.298). */
 static const int PAIR_MATCH_DEFAULT = 1;
+/* Whether the paired tiles' rows are to be matched (tune.pair_match forces it either way): by default where the work
+   list is kept in the pattern cache. The launcher also requires the list to be a cached one (not a capture's), the
+   dispatcher asks the stream; both check the matcher's limits (match_fits). */
+static int pair_match_asked(const bsk_context *ctx)
+{
+    const int k = bsk__hopper_tune.pair_match;
+    return k > 0 || (k == 0 && PAIR_MATCH_DEFAULT && ctx->pattern_cache);
+}
 
 typedef Cfg<128, 256, 4, false> Cfg128;        /* tile 128 x 256, 48 KB stages, direct epilogue                */
 typedef Cfg<128, 256, 3, true> Cfg128t;        /* the same, 3 stages + 64 KB staging for the TMA-store epilogue */
@@ -273,8 +281,7 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, cons
        for it, or by default where the work list is kept in the pattern cache: the one-CTA matching costs ~30 us at
        8192^3 and ~220 us at 32768 x 4096 (H100, session 24), so it pays only when built once for many calls */
     const int pm_knob = bsk__hopper_tune.pair_match;
-    const int want_match = CF::PAIR && match_fits(mb, nb) &&
-                           (pm_knob > 0 || (pm_knob == 0 && PAIR_MATCH_DEFAULT && ctx->pattern_cache)) ? 1 : 0;
+    const int want_match = CF::PAIR && match_fits(mb, nb) && pair_match_asked(ctx) ? 1 : 0;
     const int64_t lkey[BSK_DERIVED_KEY] = {2 /* kind: b64 / b128 units */ | (CF::TRANS ? 16 : 0) | (CF::PAIR ? 32 : 0) |
                                                (cls << 6) | ((int64_t)long_len << 8) | ((int64_t)want_match << 40),
                                            band, L | (int64_t)parts_cap << 32, nt};
@@ -421,7 +428,7 @@ bsk_status bsk_hopper_spmm(bsk_context *ctx, bsk_op op, float alpha, const bsk_b
        capture; within the matcher's limits) */
     const int pm64 = bsk__hopper_tune.pair_match;
     int matched64 = b == 64 && match_fits(units64, op == BSK_OP_T ? bsk_bsr_mb(A) : bsk_bsr_nb(A)) &&
-                    (pm64 > 0 || (pm64 == 0 && PAIR_MATCH_DEFAULT && ctx->pattern_cache));
+                    pair_match_asked(ctx);
     if (matched64 && pm64 <= 0) {
         cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
         if (cudaStreamIsCapturing((cudaStream_t)ctx->stream, &cs) != cudaSuccess) {

@@ -4,9 +4,9 @@
 
    Work item = (unit, N tile of BN columns); a unit is one block row, or (PAIR, BM = 64) two block rows that
    share one 128-row tile: rows 2u, 2u + 1, or rows that share columns, paired by the prep kernel (pair_match).
-   A persistent grid (one CTA per SM) takes items from an atomic counter in the order a prep kernel fixed (units sorted by length, longest first, cut into bands whose A
-   blocks fit in L2; inside a band the N tile is the outer index, so the CTAs running at one time share B
-   panels). Each CTA has three warpgroups:
+   A persistent grid (one CTA per SM) takes items from an atomic counter in the order a prep kernel fixed (units
+   sorted by length, longest first, cut into bands whose A blocks fit in L2; inside a band the N tile is the outer
+   index, so the CTAs running at one time share B panels). Each CTA has three warpgroups:
      - WG0, the producer (setmaxnreg.dec): one warp walks the item's col_idx (32 indices per coalesced load,
        handed out by shuffle, the next 32 loaded one chunk ahead) and, per 64-wide K step, TMA-loads A's
        block panel (3-D map over the values: [nnzb][BM][BM]) and the BN-column panel of B rows j*BM + h*64 ..
@@ -195,7 +195,8 @@ struct Cfg {
 /* One CTA of 1024 threads: a counting sort of the units (block rows, or pairs of block rows) by
    length (blocks, both rows together), longest first (lengths past 1023 share the top bin), writing
    {unit, start, end, split code} (pairs: {unit, first row's start, its end, second row's start}, the second row's
-   end in pair_end[] at the same rank and the two rows in pair_rows[unit]) with row_ptr clamped to [0, nnzb]; zeroes the queue heads (counter[0], and
+   end in pair_end[] at the same rank and the two rows in pair_rows[unit]) with row_ptr clamped to [0, nnzb];
+   zeroes the queue heads (counter[0], and
    counter[2..3] of the partition queues) and the count of CTAs done (counter[6]: the main kernel's last CTA
    zeroes all four again, so a pattern-cached work list is reused without this kernel), writes the number of
    items (units x nt) to counter[1] and to
