@@ -1298,19 +1298,22 @@ BSK_TEST(gpu_hopper_spmm_pair_match)
         fprintf(stderr, "  1030 block rows: pair matching %d, want 0 (past the limit)\n", bsk__hopper_tune.out_pair_match);
     }
     bsk_bsr_free(&L);
-    /* the default dispatch at d 0.3 (N >= 512, >= 2 items of the 64 x 512 tile per CTA): with the pattern cache on the
-       matched pair, twice (the list built, then reused), off the 64 x 512 tile */
+    /* the default dispatch at d 0.3 (N >= 512, >= 2 items of the 64 x 512 tile per CTA): with the pattern cache on and
+       DRAM slower than the rule's bound (an H100's 3350 GB/s) the matched pair, twice (the list built, then reused);
+       with an H200's 4800 GB/s, or the cache off, the 64 x 512 tile */
     bsk__hopper_tune = saved;
     bsk__hopper_tune.max_ctas = 8;
     bsk_bsr P = spmm_random_bsr(16 * b, 8 * b, b, 0.3, BSK_PATTERN_UNIFORM, BSK_F16);
-    for (int q = 0; q < 3; q++) {
-        REQUIRE_OK(bsk_set_pattern_cache(ctx, q < 2));
+    for (int q = 0; q < 4; q++) {
+        bsk__hopper_tune.dram_gbs = q < 3 ? 3350 : 4800;
+        REQUIRE_OK(bsk_set_pattern_cache(ctx, q != 2));
         run_device_case(t, ctx, &P, 512, 0, 0, BSK_F16, 1.0f, 0.0f, 1);
         const char *want = q < 2 ? "hopper-wgmma-b64p" : "hopper-wgmma-b64";
         if (strcmp(bsk_last_kernel(ctx), want) != 0 || (q < 2 && bsk__hopper_tune.out_pair_match != 1)) {
             t->failed++;
-            fprintf(stderr, "  d 0.3, pattern cache %s: last kernel %s (want %s), pair matching %d\n", q < 2 ? "on" : "off",
-                    bsk_last_kernel(ctx), want, bsk__hopper_tune.out_pair_match);
+            fprintf(stderr, "  d 0.3, pattern cache %s, DRAM %d GB/s: last kernel %s (want %s), pair matching %d\n",
+                    q != 2 ? "on" : "off", bsk__hopper_tune.dram_gbs, bsk_last_kernel(ctx), want,
+                    bsk__hopper_tune.out_pair_match);
         }
     }
     bsk_bsr_free(&P);

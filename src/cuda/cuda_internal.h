@@ -46,6 +46,7 @@ struct bsk_cuda_state {
     int device;
     int cc_major, cc_minor;
     int sms;
+    int dram_gbs;         /* peak DRAM bandwidth in GB/s from the memory clock and bus width (0: not reported) */
     size_t smem_optin;    /* max dynamic shared memory per block */
     void *workspace;
     size_t workspace_bytes;

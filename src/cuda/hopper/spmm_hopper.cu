@@ -34,6 +34,12 @@ static const double B64_WIDE_MAX_DENSITY = 0.375;
    -> 0.442, d 0.25 0.563 -> 0.588, MoE d 0.1 0.530 -> 0.529, d 0.25 0.598 -> 0.635, op T d 0.25 0.584 -> 0.593 (0.2: between
    the measured densities) */
 static const double B64_WIDE_MAX_DENSITY_MATCHED = 0.2;
+/* ... on devices whose DRAM is slower than this only (GB/s; 0 = not reported: the plain rule). The matched pair runs at
+   the same speed on both machines while the 64 x 512 tile speeds up with DRAM bandwidth: session 25, H200 (4.8 TB/s),
+   same run, lists cached, 64 x 512 vs matched pair: 8192^3 d 0.25 0.664 vs 0.629 (H100, 3.35 TB/s: 0.578 vs 0.603),
+   skewed d 0.25 0.650 vs 0.612, MoE d 0.25 0.673 vs 0.659, op T d 0.25 0.676 vs 0.625. The tile's TFLOPS, linear in
+   the bandwidth between the two machines (444 -> 492 at d 0.25), meets the pair's (~465) near 4 TB/s. */
+static const int B64_MATCHED_PAIR_MAX_DRAM_GBS = 4000;
 static const int PF_STAGES_DEFAULT = 0; /* run 5: the prefetches double the L2 requests; 1.7x slower at d = 0.5 */
 /* TMA-store epilogue configurations: 4 ring stages with the C tile staged in two rounds (1), or 3 stages with
    the whole tile staged at once (0). Session 4 measures both (tune.ring4). */
@@ -437,10 +443,13 @@ bsk_status bsk_hopper_spmm(bsk_context *ctx, bsk_op op, float alpha, const bsk_b
         } else if (cs != cudaStreamCaptureStatusNone)
             matched64 = 0;
     }
+    const int dram64 = bsk__hopper_tune.dram_gbs > 0 ? bsk__hopper_tune.dram_gbs : st->dram_gbs;
     const int wide64 = bsk__hopper_tune.b64_wgn == 256 ||
                        (bsk__hopper_tune.b64_wgn == 0 && bsk__hopper_tune.b64_mode == 0 && B64_WIDE_DEFAULT && tma_epi &&
                         bsk__hopper_tune.slot_epi >= 0 && C->cols >= 512 &&
-                        dens64 < (matched64 ? B64_WIDE_MAX_DENSITY_MATCHED : B64_WIDE_MAX_DENSITY) &&
+                        dens64 < (matched64 && dram64 > 0 && dram64 < B64_MATCHED_PAIR_MAX_DRAM_GBS
+                                      ? B64_WIDE_MAX_DENSITY_MATCHED
+                                      : B64_WIDE_MAX_DENSITY) &&
                         units64 * ((C->cols + 511) / 512) >= 2 * (int64_t)grid64);
     /* the slot epilogue (also for a forced 64 x 512 tile) only where its TMA store applies */
     const int slot64 = wide64 && tma_epi && bsk__hopper_tune.slot_epi >= 0;

@@ -75,6 +75,8 @@ struct bsk_hopper_tune_s {
     int out_pair_match; /* written by the launcher: 1 the prep kernel was asked to match the rows (0: adjacent)  */
     void *pair_rows_out; /* device int2 array of >= ceil(units / 2) entries or NULL: paired tiles copy each unit's
                             two block rows there (tests)                                                        */
+    int dram_gbs;   /* the DRAM bandwidth (GB/s) the b64 dispatch assumes: 0 the device's (tests set both sides of
+                       B64_MATCHED_PAIR_MAX_DRAM_GBS)                                                          */
 };
 extern struct bsk_hopper_tune_s bsk__hopper_tune;
 /* Probe hook of src/cuda/l2_partition.cu (tests, bench/hopper_probe.c): runs the L2-partition map discovery to
