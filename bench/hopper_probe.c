@@ -110,6 +110,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--b64slot2")) b64slot = 2;
         else if (!strcmp(argv[i], "--pairmatch")) b64split = 12, pairmatch = 1; /* session 24: paired b64 tiles, matched rows */
         else if (!strcmp(argv[i], "--pairmatch2")) b64split = 12, pairmatch = 2; /* session 24: matched pair vs the default */
+        else if (!strcmp(argv[i], "--pairmatch3")) b64split = 12, pairmatch = 3; /* session 25: windowed, uncached */
         else if (!strcmp(argv[i], "--b64slot")) b64slot = 1; /* session 20: 64 x 512 with C staged in the last slot */
         else if (!strcmp(argv[i], "--tgskew")) b64split = 4; /* session 21: tile groups on skewed rows */
         else if (!strcmp(argv[i], "--skewfab")) b64split = 11; /* session 23 (next): b128 skewed DRAM by source, with --ncu */
@@ -252,7 +253,7 @@ int main(int argc, char **argv)
                                rows (tune.part_mode 4; run 2 of session 9 ran it as the default) */
         int promo;          /* tune.l2promo: TMA L2 promotion of A / B (0 256 B, 1 none, 2 64 B, 3 128 B) */
         int fab;            /* tune.fab: session 9 diagnostics (timing only: 1 no C store, 2 A block 0, 4 B tile 0) */
-        int pm;             /* tune.pair_match: 0 default, 1 matched rows, -1 adjacent rows */
+        int pm;             /* tune.pair_match: 0 default, 1 matched rows, 2 matched within 16 rows, -1 adjacent rows */
         int opt;            /* 1: op T (Aᵀ·B; square shapes only) */
         int cache;          /* 1: the pattern cache on (timed calls reuse the work list: the main kernel alone) */
         int seed;           /* pattern seed (0: 1000 + the index of (b, d, pattern) in the default list, so
@@ -646,6 +647,25 @@ int main(int argc, char **argv)
                     ADD(.b = 64, .d = pu[q].d, .skew = pu[q].sk, .m = pu[q].m, .n = pu[q].n, .k = pu[q].k, .opt = pu[q].opt,
                         .b64m = v ? 2 : 0, .pm = v ? 1 : -1, .cache = 1, .tag = v ? "pair matched, cached" : "default, cached");
                 }
+        /* --pairmatch3 (session 25): the windowed matching (candidates within 16 rows: a few us of prep; CPU model:
+           unions -8.3 / -6.7 / -5.4 % at 8192^3 d 0.1 / 0.25 / 0.5, -11.7 / -10.1 / -6.9 % at the MoE shape, vs the
+           full matching's -10.7 / -8.5 / -7.5 and -19.0 / -15.8 / -10.8) on lists rebuilt by every call. Predicted:
+           +3-5 % over adjacent rows at 8192^3 d 0.25 / 0.5, +5-10 % at the MoE shape. A B C D D C B A per point:
+           adjacent pair uncached, windowed pair uncached, full-matched pair cached (the bound), the default dispatch
+           uncached. */
+        static const struct { int64_t m, n, k; double d; int sk; } pw[9] = {
+            {0, 0, 0, 0.10, 0}, {0, 0, 0, 0.25, 0}, {0, 0, 0, 0.50, 0}, {0, 0, 0, 0.10, 1}, {0, 0, 0, 0.25, 1},
+            {0, 0, 0, 0.50, 1}, {32768, 4096, 4096, 0.10, 0}, {32768, 4096, 4096, 0.25, 0},
+            {32768, 4096, 4096, 0.50, 0}};
+        static const struct { int b64m, pm, cache; const char *tag; } vw[4] = {
+            {2, -1, 0, "pair"}, {2, 2, 0, "pair windowed"}, {2, 1, 1, "pair matched, cached"}, {0, 0, 0, "default"}};
+        if (pairmatch == 3)
+            for (int q = 0; q < 9; q++)
+                for (int r = 0; r < 8; r++) {
+                    const int v = r < 4 ? r : 7 - r;
+                    ADD(.b = 64, .d = pw[q].d, .skew = pw[q].sk, .m = pw[q].m, .n = pw[q].n, .k = pw[q].k,
+                        .b64m = vw[v].b64m, .pm = vw[v].pm, .cache = vw[v].cache, .tag = vw[v].tag);
+                }
     }
     if (b64split == 10) { /* session 23, H100: b128 skewed d 0.1 reads 557 MB of DRAM vs 209 MB uniform. With one group of
                              half the tiles per partition queue the class bands (longest first) each sweep the partition's
@@ -868,11 +888,13 @@ int main(int argc, char **argv)
         double base = c.c32 ? dense_tf32 : c.m ? shp_tf[c.bf] : dense_tf[c.bf];
         char shape[48] = "";
         if (c.m) snprintf(shape, sizeof shape, " %lldx%lldx%lld", (long long)M_, (long long)N_, (long long)K_);
+        const int pmo = bsk__hopper_tune.out_pair_match;
+        const char *pmt = pmo == 2 ? ", windowed" : pmo ? ", matched" : "";
         snprintf(table[nt++], sizeof table[0], "%4d %5.2f %-7s %-4s %7lld %4lld %8.3f %8.3f %7.1f %6.3f %9.2e %-19s %s%s%s (grid %d, pf %d, split L %d, part %d%s)",
                  c.b, c.d, c.skew ? "skewed" : "uniform", c.bf ? "bf16" : "fp16", (long long)A.nnzb, (long long)st.row_max,
                  ms, mn, tf, tf / base, err, kern, c.tag, c.opt ? " op T" : "", shape,
                  c.maxc ? c.maxc : bsk__hopper_tune.out_max_grid, bsk__hopper_tune.out_pf, bsk__hopper_tune.out_split_len,
-                 bsk__hopper_tune.out_part, bsk__hopper_tune.out_pair_match ? ", matched" : "");
+                 bsk__hopper_tune.out_part, pmt);
         printf("%s\n", table[nt - 1]);
         if (prof) print_prof(&sa);
         fflush(stdout);

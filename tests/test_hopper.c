@@ -1140,8 +1140,9 @@ BSK_TEST(gpu_hopper_spmm_pattern_cache)
 /* The host reference of the paired tiles' row matching (the prep kernel in spmm_kernel.cuh, session 24): rounds of
    mutual best partners over the units' column sets (set: units x cols bytes, 1 = member), the key shared columns, then
    nearness, then the lower unit; at most 4 rounds; then the pairs in order of their first unit and the units left
-   over two by two in index order (an odd one out with `units` as its second). pr: 2 x ceil(units / 2) ints. */
-static void pair_match_ref(const uint8_t *set, int units, int cols, int *pr)
+   over two by two in index order (an odd one out with `units` as its second). Candidates: every other unit (window 0,
+   pair_match 1) or those at most `window` away (16: pair_match 2). pr: 2 x ceil(units / 2) ints. */
+static void pair_match_ref(const uint8_t *set, int units, int cols, int window, int *pr)
 {
     int *partner = (int *)malloc((size_t)units * sizeof(int)), *np = (int *)malloc((size_t)units * sizeof(int));
     unsigned *best = (unsigned *)malloc((size_t)units * sizeof(unsigned));
@@ -1150,7 +1151,8 @@ static void pair_match_ref(const uint8_t *set, int units, int cols, int *pr)
         for (int r = 0; r < units; r++) {
             best[r] = 0;
             for (int c = 0; c < units; c++) {
-                if (c == r || partner[r] >= 0 || partner[c] >= 0) continue;
+                if (c == r || partner[r] >= 0 || partner[c] >= 0 || (window && (c > r + window || c < r - window)))
+                    continue;
                 unsigned sc = 0;
                 for (int j = 0; j < cols; j++) sc += set[(size_t)r * cols + j] & set[(size_t)c * cols + j];
                 const int dist = c > r ? c - r : r - c;
@@ -1198,13 +1200,15 @@ static void pair_match_ref(const uint8_t *set, int units, int cols, int *pr)
     free(best);
 }
 
-/* Paired b64 tiles with the rows matched by the prep kernel (pair_match 1), op N and op T: the pairs it made
-   (tune.pair_rows_out) equal the host reference's, on a planted pattern (units 2p and a random partner hold the same
-   four columns of their own: the reference must find exactly those pairs, which checks the reference too), a uniform
-   pattern with an odd number of units, a skewed one, and (op N) 200 units x 100 columns and 1024 x 64 (masks of 4 and 2
-   words, every thread of the prep kernel busy: the matcher's limits); results against the float64 reference (alpha / beta random,
-   fp16 / bf16 / fp32 C). Past the matcher's limits (1030 units) the launcher keeps adjacent rows. The default dispatch:
-   with the pattern cache on the matched pair from d 0.2, off the 64 x 512 tile below d 0.375. */
+/* Paired b64 tiles with the rows matched by the prep kernel, full (pair_match 1) and windowed (2), op N and op T: the
+   pairs it made (tune.pair_rows_out) equal the host reference's in that mode, on a planted pattern (units 2p and a
+   random partner, within 11 units, hold the same four columns of their own: the reference must find exactly those
+   pairs, which checks the reference too), a uniform pattern with an odd number of units, a skewed one, and (op N) 200
+   units x 100 columns and 1024 x 64 (masks of 4 and 2 words, every thread of the prep kernel busy: the matcher's
+   limits); 1024 x 96 (3 words) is past the full matching's work limit (rows^2 x words = 3 x 2^20 > 2^21) but within the
+   windowed one's: adjacent rows in mode 1, matched in mode 2. Results against the float64 reference (alpha / beta
+   random, fp16 / bf16 / fp32 C). Past the matcher's row limit (1030 units) the launcher keeps adjacent rows. The
+   default dispatch: with the pattern cache on the matched pair from d 0.2, off the 64 x 512 tile below d 0.375. */
 BSK_TEST(gpu_hopper_spmm_pair_match)
 {
     bsk_context *ctx = NULL;
@@ -1216,14 +1220,17 @@ BSK_TEST(gpu_hopper_spmm_pair_match)
     int2 *d_pr = NULL;
     REQUIRE(cudaMalloc((void **)&d_pr, 1024 * sizeof(int2)) == cudaSuccess);
     bsk__hopper_tune.b64_mode = 2;
-    bsk__hopper_tune.pair_match = 1;
     bsk__hopper_tune.pair_rows_out = d_pr;
-    for (int v = 0; v < 8; v++) {
+    for (int vm = 0; vm < 18; vm++) {
+        const int mode = 1 + vm / 9, v = vm % 9; /* every case full, then windowed */
+        bsk__hopper_tune.pair_match = mode;
         const bsk_op op = v < 6 && (v & 1) ? BSK_OP_T : BSK_OP_N;
-        const int kind = v < 6 ? v >> 1 : v - 3; /* 3, 4: the shapes the matching is for (masks of 4 / 2 words) */
+        const int kind = v < 6 ? v >> 1 : v - 3; /* 3, 4: the shapes the matching is for (masks of 4 / 2 words), 5: the
+                                                    windowed mode's limit case */
+        const int pm_want = kind == 5 && mode == 1 ? 0 : mode;
         /* units (block rows for op N, block columns for op T) and their members */
         const int units = kind == 0 ? 12 : kind == 1 ? 2 * bsk_rng_int(r, 10, 20) + 1 : kind == 2 ? 26 : kind == 3 ? 200 : 1024;
-        const int cols = kind == 0 ? 24 : kind <= 2 ? 30 : kind == 3 ? 100 : 64;
+        const int cols = kind == 0 ? 24 : kind <= 2 ? 30 : kind == 3 ? 100 : kind == 4 ? 64 : 96;
         const int64_t mb = op == BSK_OP_N ? units : cols, nb = op == BSK_OP_N ? cols : units;
         const int64_t M = mb * b - (kind == 1 ? 17 : 0), K = nb * b - (kind == 2 ? 5 : 0);
         bsk_bsr A;
@@ -1248,7 +1255,7 @@ BSK_TEST(gpu_hopper_spmm_pair_match)
             bsk_test_dense_free(&D);
             free(mask);
         } else {
-            A = spmm_random_bsr(M, K, b, kind == 1 ? 0.3 : kind == 2 ? 0.25 : 0.1,
+            A = spmm_random_bsr(M, K, b, kind == 1 ? 0.3 : kind == 2 ? 0.25 : kind == 5 ? 0.05 : 0.1,
                                 kind == 2 ? BSK_PATTERN_SKEWED : BSK_PATTERN_UNIFORM, v & 2 ? BSK_BF16 : BSK_F16);
         }
         uint8_t *set = (uint8_t *)calloc((size_t)units * cols, 1);
@@ -1257,17 +1264,19 @@ BSK_TEST(gpu_hopper_spmm_pair_match)
                 set[op == BSK_OP_N ? (size_t)i * cols + A.col_idx[k] : (size_t)A.col_idx[k] * cols + i] = 1;
         const int U = (units + 1) / 2;
         int *ref = (int *)malloc((size_t)U * 2 * sizeof(int)), *got = (int *)malloc((size_t)U * 2 * sizeof(int));
-        pair_match_ref(set, units, cols, ref);
+        if (pm_want) pair_match_ref(set, units, cols, mode == 2 ? 16 : 0, ref);
+        else /* adjacent rows (an odd one out with `units` as its second) */
+            for (int i = 0; i < 2 * U; i++) ref[i] = i;
         REQUIRE(cudaMemset(d_pr, 0xff, 1024 * sizeof(int2)) == cudaSuccess);
         const bsk_dtype ct = v % 3 == 0 ? BSK_F32 : A.dtype;
         const float beta = v == 3 ? 0.5f : 0.0f;
         run_device_case_op(t, ctx, op, &A, kind >= 3 ? 64 : 8 * bsk_rng_int(r, 20, 60), 0, 0, ct,
                            0.5f + (float)bsk_rng_uniform(r), beta, 1);
         const char *want = op == BSK_OP_N ? "hopper-wgmma-b64p" : "hopper-wgmma-b64pt";
-        if (strcmp(bsk_last_kernel(ctx), want) != 0 || bsk__hopper_tune.out_pair_match != 1) {
+        if (strcmp(bsk_last_kernel(ctx), want) != 0 || bsk__hopper_tune.out_pair_match != pm_want) {
             t->failed++;
-            fprintf(stderr, "  v %d: last kernel %s (want %s), pair matching %d\n", v, bsk_last_kernel(ctx), want,
-                    bsk__hopper_tune.out_pair_match);
+            fprintf(stderr, "  mode %d v %d: last kernel %s (want %s), pair matching %d (want %d)\n", mode, v,
+                    bsk_last_kernel(ctx), want, bsk__hopper_tune.out_pair_match, pm_want);
         }
         REQUIRE(cudaMemcpy(got, d_pr, (size_t)U * sizeof(int2), cudaMemcpyDeviceToHost) == cudaSuccess);
         int bad = 0;
@@ -1278,8 +1287,8 @@ BSK_TEST(gpu_hopper_spmm_pair_match)
                        memcmp(set + (size_t)ref[2 * u] * cols, set + (size_t)ref[2 * u + 1] * cols, (size_t)cols) != 0;
         if (bad) {
             t->failed++;
-            fprintf(stderr, "  v %d (%d units): %d pair entries differ from the reference; first pairs got / ref:", v,
-                    units, bad);
+            fprintf(stderr, "  mode %d v %d (%d units): %d pair entries differ from the host's; first pairs got / ref:",
+                    mode, v, units, bad);
             for (int u = 0; u < U && u < 6; u++)
                 fprintf(stderr, " (%d,%d)/(%d,%d)", got[2 * u], got[2 * u + 1], ref[2 * u], ref[2 * u + 1]);
             fprintf(stderr, "\n");
@@ -1289,7 +1298,7 @@ BSK_TEST(gpu_hopper_spmm_pair_match)
         free(set);
         bsk_bsr_free(&A);
     }
-    /* past the matcher's row limit: adjacent rows, still right */
+    /* past the matcher's row limit (windowed asked, as the loop left it): adjacent rows, still right */
     bsk__hopper_tune.pair_rows_out = NULL;
     bsk_bsr L = spmm_random_bsr(1030 * b - 3, 2 * b, b, 0.5, BSK_PATTERN_UNIFORM, BSK_F16);
     run_device_case(t, ctx, &L, 64, 0, 0, BSK_F16, 1.0f, 0.0f, 1);
@@ -1300,7 +1309,8 @@ BSK_TEST(gpu_hopper_spmm_pair_match)
     bsk_bsr_free(&L);
     /* the default dispatch at d 0.3 (N >= 512, >= 2 items of the 64 x 512 tile per CTA): with the pattern cache on and
        DRAM slower than the rule's bound (an H100's 3350 GB/s) the matched pair, twice (the list built, then reused);
-       with an H200's 4800 GB/s, or the cache off, the 64 x 512 tile */
+       with an H200's 4800 GB/s, or the cache off, the 64 x 512 tile (PAIR_MATCH_UNCACHED_DEFAULT 0: with 2 the
+       windowed matched pair would be the default with the cache off too) */
     bsk__hopper_tune = saved;
     bsk__hopper_tune.max_ctas = 8;
     bsk_bsr P = spmm_random_bsr(16 * b, 8 * b, b, 0.3, BSK_PATTERN_UNIFORM, BSK_F16);

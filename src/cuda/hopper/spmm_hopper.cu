@@ -29,10 +29,10 @@ static const int B64_WIDE_DEFAULT = 1;
    / 0.25 / 0.5 E 0.493 -> 0.535, 0.558 -> 0.572, 0.646 -> 0.595; skewed d 0.5 0.650 -> 0.610; MoE d 0.25 / 0.5 0.574 ->
    0.592, 0.662 -> 0.616. On the H200 (session 20) d 0.5 was level: 0.668 vs 0.665, MoE 0.680 vs 0.691; op T -2 %). */
 static const double B64_WIDE_MAX_DENSITY = 0.375;
-/* ... and below 0.2 where the pair's rows are matched (the pattern cache on: PAIR_MATCH_DEFAULT). Session 24, H100, same
-   run, lists cached: 64 x 512 -> matched pair at 8192^3 d 0.1 0.543 -> 0.531, d 0.25 0.578 -> 0.603, skewed d 0.1 0.498
-   -> 0.442, d 0.25 0.563 -> 0.588, MoE d 0.1 0.530 -> 0.529, d 0.25 0.598 -> 0.635, op T d 0.25 0.584 -> 0.593 (0.2: between
-   the measured densities) */
+/* ... and below 0.2 where the pair's rows are matched (either mode; the pattern cache on: PAIR_MATCH_DEFAULT). Session
+   24, H100, same run, lists cached: 64 x 512 -> matched pair at 8192^3 d 0.1 0.543 -> 0.531, d 0.25 0.578 -> 0.603,
+   skewed d 0.1 0.498 -> 0.442, d 0.25 0.563 -> 0.588, MoE d 0.1 0.530 -> 0.529, d 0.25 0.598 -> 0.635, op T d 0.25
+   0.584 -> 0.593 (0.2: between the measured densities) */
 static const double B64_WIDE_MAX_DENSITY_MATCHED = 0.2;
 /* ... on devices whose DRAM is slower than this only (GB/s; 0 = not reported: the plain rule). The matched pair runs at
    the same speed on both machines while the 64 x 512 tile speeds up with DRAM bandwidth: session 25, H200 (4.8 TB/s),
@@ -90,13 +90,18 @@ static const int ROW_GROUPS_DEFAULT = 0;
    0.588; 32768 x 4096 x 4096 d 0.1 / 0.5 0.470 -> 0.535, 0.674 -> 0.723; op T d 0.5 0.647 -> 0.652. Rebuilt on every
    call the matching costs more than it gains (d 0.1 0.496 -> 0.477, MoE d 0.1 0.463 -> 0.298). */
 static const int PAIR_MATCH_DEFAULT = 1;
-/* Whether the paired tiles' rows are to be matched (tune.pair_match forces it either way): by default where the work
-   list is kept in the pattern cache. The launcher also requires the list to be a cached one (not a capture's), the
-   dispatcher asks the stream; both check the matcher's limits (match_fits). */
-static int pair_match_asked(const bsk_context *ctx)
+/* ... and for work lists rebuilt on every call (pattern cache off, or inside a capture): 0 adjacent rows, 2 the
+   windowed matching (session 25, compile-checked: its prep costs a few us; predicted +3-5 % over adjacent rows at
+   8192^3 d 0.25 / 0.5, +5-10 % at 32768 x 4096). To be measured (hopper_probe --pairmatch3) before it becomes 2. */
+static const int PAIR_MATCH_UNCACHED_DEFAULT = 0;
+/* The matching mode asked for the paired tiles' rows (0 adjacent, 1 full, 2 windowed; tune.pair_match forces one) for a
+   work list kept in the pattern cache (cached: the cache on and not inside a capture) or rebuilt on every call. The
+   launcher knows which from the cache's answer, the dispatcher asks the stream; both check the matcher's limits
+   (match_fits). */
+static int pair_match_asked(int cached)
 {
     const int k = bsk__hopper_tune.pair_match;
-    return k > 0 || (k == 0 && PAIR_MATCH_DEFAULT && ctx->pattern_cache);
+    return k > 0 ? k : k < 0 ? 0 : cached ? PAIR_MATCH_DEFAULT : PAIR_MATCH_UNCACHED_DEFAULT;
 }
 
 typedef Cfg<128, 256, 4, false> Cfg128;        /* tile 128 x 256, 48 KB stages, direct epilogue                */
@@ -283,13 +288,14 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, cons
     const size_t slot_bytes = (size_t)parts_cap * nt * 2 * CF::SPLIT_F4 * 16;
     void *ws = NULL, *lists = NULL;
     int built = 0, lslot = -1;
-    /* paired tiles: match the rows (the matcher's limits checked here and again in the prep kernel) where the knob asks
-       for it, or by default where the work list is kept in the pattern cache: the one-CTA matching costs ~30 us at
-       8192^3 and ~220 us at 32768 x 4096 (H100, session 24), so it pays only when built once for many calls */
-    const int pm_knob = bsk__hopper_tune.pair_match;
-    const int want_match = CF::PAIR && match_fits(mb, nb) && pair_match_asked(ctx) ? 1 : 0;
+    /* paired tiles: match the rows (the matcher's limits checked here and again in the prep kernel) in the mode the
+       knob asks for, or by default full matching where the work list is kept in the pattern cache: the one-CTA full
+       matching costs ~30 us at 8192^3 and ~220 us at 32768 x 4096 (H100, session 24), so it pays only when built once
+       for many calls. The key holds the mode of a cached list. */
+    const int pm_cached = CF::PAIR ? pair_match_asked(1) : 0;
+    const int key_match = match_fits(pm_cached, mb, nb) ? pm_cached : 0;
     const int64_t lkey[BSK_DERIVED_KEY] = {2 /* kind: b64 / b128 units */ | (CF::TRANS ? 16 : 0) | (CF::PAIR ? 32 : 0) |
-                                               (cls << 6) | ((int64_t)long_len << 8) | ((int64_t)want_match << 40),
+                                               (cls << 6) | ((int64_t)long_len << 8) | ((int64_t)key_match << 40),
                                            band, L | (int64_t)parts_cap << 32, nt};
     if (ctx->pattern_cache && (s = bsk_cuda_derived_get(ctx, A, lkey, off_slots, &lists, &built, &lslot))) {
         if (CF::TRANS) bsk_cuda_tindex_done(ctx, &ti);
@@ -303,8 +309,9 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, cons
         if (CF::TRANS) bsk_cuda_tindex_done(ctx, &ti);
         return s;
     }
-    /* inside a capture the list is rebuilt by every replay: no matching there unless forced */
-    const int match = want_match && (pm_knob > 0 || lists != NULL) ? 1 : 0;
+    /* inside a capture the list is rebuilt by every replay: the uncached default there */
+    const int pm_mode = CF::PAIR ? pair_match_asked(lists != NULL) : 0;
+    const int match = match_fits(pm_mode, mb, nb) ? pm_mode : 0;
     bsk__hopper_tune.out_pair_match = match;
     char *lb = lists ? (char *)lists : (char *)ws;
     unsigned *counter = (unsigned *)lb;
@@ -430,19 +437,19 @@ bsk_status bsk_hopper_spmm(bsk_context *ctx, bsk_op op, float alpha, const bsk_b
     const double dens64 = (double)A->nnzb / ((double)bsk_bsr_mb(A) * (double)bsk_bsr_nb(A));
     const int grid64 = bsk__hopper_tune.max_ctas > 0 && bsk__hopper_tune.max_ctas < st->sms ? bsk__hopper_tune.max_ctas
                                                                                             : st->sms;
-    /* the pair's rows matched (the launcher's rule: forced by the knob, or the pattern cache on and not inside a
-       capture; within the matcher's limits) */
-    const int pm64 = bsk__hopper_tune.pair_match;
-    int matched64 = b == 64 && match_fits(units64, op == BSK_OP_T ? bsk_bsr_mb(A) : bsk_bsr_nb(A)) &&
-                    pair_match_asked(ctx);
-    if (matched64 && pm64 <= 0) {
+    /* the pair's rows matched, either mode (the launcher's rule: forced by the knob, or by default the cached mode
+       where the pattern cache is on and not inside a capture, else the uncached one; within the matcher's limits) */
+    const int64_t cols64 = op == BSK_OP_T ? bsk_bsr_mb(A) : bsk_bsr_nb(A);
+    int pm64 = b == 64 ? pair_match_asked(ctx->pattern_cache) : 0;
+    if (match_fits(pm64, units64, cols64) && bsk__hopper_tune.pair_match == 0 && ctx->pattern_cache) {
         cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
         if (cudaStreamIsCapturing((cudaStream_t)ctx->stream, &cs) != cudaSuccess) {
             (void)cudaGetLastError(); /* not left for a later launch check */
-            matched64 = 0;
+            pm64 = pair_match_asked(0);
         } else if (cs != cudaStreamCaptureStatusNone)
-            matched64 = 0;
+            pm64 = pair_match_asked(0);
     }
+    const int matched64 = match_fits(pm64, units64, cols64);
     const int dram64 = bsk__hopper_tune.dram_gbs > 0 ? bsk__hopper_tune.dram_gbs : st->dram_gbs;
     const int wide64 = bsk__hopper_tune.b64_wgn == 256 ||
                        (bsk__hopper_tune.b64_wgn == 0 && bsk__hopper_tune.b64_mode == 0 && B64_WIDE_DEFAULT && tma_epi &&

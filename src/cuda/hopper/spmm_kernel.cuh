@@ -222,17 +222,25 @@ struct Cfg {
    more (CPU model over uniform patterns: unions 7-10 % smaller at 8192^3, 12-20 % at 32768 x 4096). Rounds of mutual
    best partners (a row's best by shared columns, ties to the nearer row, then the lower one; a pair forms where two
    rows choose each other), at most MATCH_ROUNDS; the rows left over pair in index order. Deterministic: the result
-   depends on the pattern only. Limits: MATCH_MAX_ROWS rows, MATCH_WORDS 32-bit words of column masks (rows x
-   ceil(cols / 32)), MATCH_MAX_WORK word operations per round (rows^2 x words); otherwise adjacent rows pair. */
-constexpr int MATCH_MAX_ROWS = 1024, MATCH_WORDS = 8192, MATCH_ROUNDS = 4;
+   depends on the pattern only. Two modes (the kernel's match argument): 1 full, every other row a candidate (rows^2 x
+   words per round: ~30 us at 8192^3, ~220 us at 32768 x 4096 on the H100, session 24); 2 windowed, only the rows within
+   MATCH_WINDOW on either side (rows x 32 x words: a few us, cheap enough for lists rebuilt on every call; CPU model,
+   session 25: it keeps 60-80 % of the full matching's union cut). Limits (match_fits): MATCH_MAX_ROWS rows, MATCH_WORDS
+   32-bit words of column masks (rows x ceil(cols / 32)), and in full mode MATCH_MAX_WORK word operations per round
+   (rows^2 x words); otherwise adjacent rows pair. */
+constexpr int MATCH_MAX_ROWS = 1024, MATCH_WORDS = 8192, MATCH_ROUNDS = 4, MATCH_WINDOW = 16;
 constexpr long long MATCH_MAX_WORK = 1LL << 21;
 /* the candidate key (below): the distance in 10 bits, the shared columns (< 32 x MATCH_WORDS) above bit 11 */
 static_assert(MATCH_MAX_ROWS <= 1024, "pair matching: the key's distance field is 10 bits");
 static_assert(32LL * MATCH_WORDS < (1LL << 21), "pair matching: the key's shared-column count must fit 21 bits");
-__host__ __device__ inline bool match_fits(long long rows, long long cols)
+static_assert(2 * MATCH_WINDOW == 32, "windowed pair matching: one candidate per lane");
+/* whether the matcher takes a pattern of rows x cols in mode (1 full, 2 windowed; 0: no matching): the one rule,
+   checked by the launcher, the dispatcher and the prep kernel */
+__host__ __device__ inline bool match_fits(int mode, long long rows, long long cols)
 {
     const long long w = (cols + 31) / 32;
-    return rows >= 2 && rows <= MATCH_MAX_ROWS && cols >= 1 && rows * w <= MATCH_WORDS && rows * rows * w <= MATCH_MAX_WORK;
+    return (mode == 1 || mode == 2) && rows >= 2 && rows <= MATCH_MAX_ROWS && cols >= 1 && rows * w <= MATCH_WORDS &&
+           (mode == 2 || rows * rows * w <= MATCH_MAX_WORK);
 }
 
 /* Exclusive prefix sum over the CTA's 1024 threads (one value each); *total gets the sum. Every thread calls it. */
@@ -278,7 +286,7 @@ __global__ void __launch_bounds__(1024, 1)
     __shared__ int2 s_pr[MATCH_MAX_ROWS / 2]; /* pair matching: the rows of each unit */
     const int tid = threadIdx.x;
     const int mu = pair ? (mb + 1) >> 1 : mb;
-    const bool matched = pair && match && match_fits(mb, nb);
+    const bool matched = pair && match_fits(match, mb, nb);
     auto rp = [&](int r) -> int { return min(max(row_ptr[r], 0), nnzb); };
     if (matched) {
         const int W = (nb + 31) >> 5;
@@ -300,25 +308,31 @@ __global__ void __launch_bounds__(1024, 1)
         __syncthreads(); /* every mask complete before any warp compares them (session 24: without this barrier a warp
                             read rows still being built; racecheck's scheduling showed it, as a pairing unlike the
                             host reference's) */
+        /* a candidate's key: shared columns, then nearness (1023 - distance), then the lower row (unique per row) */
+        auto key = [&](int r, int c) -> unsigned {
+            int sc = 0;
+            for (int w = 0; w < W; ++w) sc += __popc(mbits[r * W + w] & mbits[c * W + w]);
+            const int dist = c > r ? c - r : r - c;
+            return sc ? ((unsigned)sc << 11) | ((unsigned)(1023 - dist) << 1) | (c < r ? 1u : 0u) : 0u;
+        };
+        const int lane = tid & 31;
+        const int wd = lane < MATCH_WINDOW ? lane - MATCH_WINDOW : lane - MATCH_WINDOW + 1; /* windowed: c - r */
         for (int round = 0; round < MATCH_ROUNDS; ++round) {
-            /* each row's best candidate: warp w takes rows w, w + 32, ..., its lanes the candidates, a warp max (no
-               atomics: one shared address per row serialised a warp's 32 updates, session 24's first run). Key: shared
-               columns, then nearness (1023 - distance), then the lower row: unique per candidate. */
-            const int lane = tid & 31;
+            /* each row's best candidate: warp w takes rows w, w + 32, ..., its lanes the candidates (full: rows lane,
+               lane + 32, ...; windowed: lane l the row at distance 16 - l below or l - 15 above), a warp max (no
+               atomics: one shared address per row serialised a warp's 32 updates, session 24's first run) */
             for (int r = tid >> 5; r < mb; r += 32) {
                 if (partner[r] >= 0) { /* uniform in the warp */
                     if (lane == 0) best[r] = 0u;
                     continue;
                 }
                 unsigned k = 0u;
-                for (int c = lane; c < mb; c += 32) {
-                    if (c == r || partner[c] >= 0) continue;
-                    int sc = 0;
-                    for (int w = 0; w < W; ++w) sc += __popc(mbits[r * W + w] & mbits[c * W + w]);
-                    const int dist = c > r ? c - r : r - c;
-                    const unsigned kc = sc ? ((unsigned)sc << 11) | ((unsigned)(1023 - dist) << 1) | (c < r ? 1u : 0u) : 0u;
-                    k = max(k, kc);
-                }
+                if (match == 2) {
+                    const int c = r + wd;
+                    if (c >= 0 && c < mb && partner[c] < 0) k = key(r, c);
+                } else
+                    for (int c = lane; c < mb; c += 32)
+                        if (c != r && partner[c] < 0) k = max(k, key(r, c));
                 k = __reduce_max_sync(0xffffffffu, k);
                 if (lane == 0) best[r] = k;
             }

@@ -70,9 +70,12 @@ struct bsk_hopper_tune_s {
     int out_long_len; /* written by the launcher: the long-unit threshold it gave the prep kernel (0: part_long off) */
     int slot_epi;   /* the 64 x 512 tile with 16-bit C, beta 0: 0 C staged in the last ring slot and TMA-stored
                        (session 20), -1 the direct epilogue                                                      */
-    int pair_match; /* paired b64 tiles (op N and T): 0 default (PAIR_MATCH_DEFAULT), 1 pair each block row with a
-                       row that shares its columns (the prep kernel's matching, session 24), -1 adjacent rows     */
-    int out_pair_match; /* written by the launcher: 1 the prep kernel was asked to match the rows (0: adjacent)  */
+    int pair_match; /* paired b64 tiles (op N and T): 0 default (PAIR_MATCH_DEFAULT with the work list cached,
+                       PAIR_MATCH_UNCACHED_DEFAULT without), 1 pair each block row with a row that shares its columns
+                       (the prep kernel's full matching, session 24), 2 the same over the 16 rows on either side only
+                       (windowed, session 25: cheap enough for every call), -1 adjacent rows                       */
+    int out_pair_match; /* written by the launcher: the matching the prep kernel was asked for (0 adjacent rows, 1
+                           full, 2 windowed)                                                                      */
     void *pair_rows_out; /* device int2 array of >= ceil(units / 2) entries or NULL: paired tiles copy each unit's
                             two block rows there (tests)                                                        */
     int dram_gbs;   /* the DRAM bandwidth (GB/s) the b64 dispatch assumes: 0 the device's (tests set both sides of
