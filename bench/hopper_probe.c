@@ -111,6 +111,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--pairmatch")) b64split = 12, pairmatch = 1; /* session 24: paired b64 tiles, matched rows */
         else if (!strcmp(argv[i], "--pairmatch2")) b64split = 12, pairmatch = 2; /* session 24: matched pair vs the default */
         else if (!strcmp(argv[i], "--pairmatch3")) b64split = 12, pairmatch = 3; /* session 25: windowed, uncached */
+        else if (!strcmp(argv[i], "--pairmatch4")) b64split = 12, pairmatch = 4; /* session 25: tile vs matched pair, d >= 0.3 */
         else if (!strcmp(argv[i], "--b64slot")) b64slot = 1; /* session 20: 64 x 512 with C staged in the last slot */
         else if (!strcmp(argv[i], "--tgskew")) b64split = 4; /* session 21: tile groups on skewed rows */
         else if (!strcmp(argv[i], "--skewfab")) b64split = 11; /* session 23 (next): b128 skewed DRAM by source, with --ncu */
@@ -653,18 +654,31 @@ int main(int argc, char **argv)
            +3-5 % over adjacent rows at 8192^3 d 0.25 / 0.5, +5-10 % at the MoE shape. A B C D D C B A per point:
            adjacent pair uncached, windowed pair uncached, full-matched pair cached (the bound), the default dispatch
            uncached. */
-        static const struct { int64_t m, n, k; double d; int sk; } pw[9] = {
-            {0, 0, 0, 0.10, 0}, {0, 0, 0, 0.25, 0}, {0, 0, 0, 0.50, 0}, {0, 0, 0, 0.10, 1}, {0, 0, 0, 0.25, 1},
-            {0, 0, 0, 0.50, 1}, {32768, 4096, 4096, 0.10, 0}, {32768, 4096, 4096, 0.25, 0},
+        /* the points where a pair is (or may become) the uncached default: d 0.1 stays with the 64 x 512 tile */
+        static const struct { int64_t m, n, k; double d; int sk; } pw[5] = {
+            {0, 0, 0, 0.25, 0}, {0, 0, 0, 0.50, 0}, {0, 0, 0, 0.50, 1}, {32768, 4096, 4096, 0.25, 0},
             {32768, 4096, 4096, 0.50, 0}};
         static const struct { int b64m, pm, cache; const char *tag; } vw[4] = {
             {2, -1, 0, "pair"}, {2, 2, 0, "pair windowed"}, {2, 1, 1, "pair matched, cached"}, {0, 0, 0, "default"}};
         if (pairmatch == 3)
-            for (int q = 0; q < 9; q++)
+            for (int q = 0; q < 5; q++)
                 for (int r = 0; r < 8; r++) {
                     const int v = r < 4 ? r : 7 - r;
                     ADD(.b = 64, .d = pw[q].d, .skew = pw[q].sk, .m = pw[q].m, .n = pw[q].n, .k = pw[q].k,
                         .b64m = vw[v].b64m, .pm = vw[v].pm, .cache = vw[v].cache, .tag = vw[v].tag);
+                }
+        /* --pairmatch4 (session 25, for the H200, where the 64 x 512 tile led the matched pair at d 0.25 by 2-8 %): where the
+           two cross above d 0.25, lists cached, A B B A (64 x 512 tile forced, matched pair forced) */
+        static const struct { int64_t m, n, k; double d; int sk, opt; } pv[8] = {
+            {0, 0, 0, 0.30, 0, 0}, {0, 0, 0, 0.375, 0, 0}, {0, 0, 0, 0.50, 0, 0}, {0, 0, 0, 0.375, 1, 0},
+            {32768, 4096, 4096, 0.375, 0, 0}, {32768, 4096, 4096, 0.50, 0, 0}, {0, 0, 0, 0.375, 0, 1}, {0, 0, 0, 0.50, 0, 1}};
+        if (pairmatch == 4)
+            for (int q = 0; q < 8; q++)
+                for (int r = 0; r < 4; r++) {
+                    const int v = r == 1 || r == 2;
+                    ADD(.b = 64, .d = pv[q].d, .skew = pv[q].sk, .m = pv[q].m, .n = pv[q].n, .k = pv[q].k, .opt = pv[q].opt,
+                        .b64w = v ? 0 : 256, .b64m = v ? 2 : 0, .pm = v ? 1 : -1, .cache = 1,
+                        .tag = v ? "pair matched, cached" : "64x512, cached");
                 }
     }
     if (b64split == 10) { /* session 23, H100: b128 skewed d 0.1 reads 557 MB of DRAM vs 209 MB uniform. With one group of
