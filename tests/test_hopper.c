@@ -1309,8 +1309,9 @@ BSK_TEST(gpu_hopper_spmm_pair_match)
     bsk_bsr_free(&L);
     /* the default dispatch at d 0.3 (N >= 512, >= 2 items of the 64 x 512 tile per CTA): with the pattern cache on and
        DRAM slower than the rule's bound (an H100's 3350 GB/s) the matched pair, twice (the list built, then reused);
-       with an H200's 4800 GB/s, or the cache off, the 64 x 512 tile (PAIR_MATCH_UNCACHED_DEFAULT 0: with 2 the
-       windowed matched pair would be the default with the cache off too) */
+       with an H200's 4800 GB/s, or the cache off, the 64 x 512 tile (lists rebuilt on every call get the windowed
+       matching, which does not lower the density bound). Then at d 0.5 (the pair on any device), cache off: the
+       windowed matching (PAIR_MATCH_UNCACHED_DEFAULT) */
     bsk__hopper_tune = saved;
     bsk__hopper_tune.max_ctas = 8;
     bsk_bsr P = spmm_random_bsr(16 * b, 8 * b, b, 0.3, BSK_PATTERN_UNIFORM, BSK_F16);
@@ -1327,6 +1328,16 @@ BSK_TEST(gpu_hopper_spmm_pair_match)
         }
     }
     bsk_bsr_free(&P);
+    bsk__hopper_tune.dram_gbs = 0;
+    REQUIRE_OK(bsk_set_pattern_cache(ctx, 0));
+    bsk_bsr H = spmm_random_bsr(16 * b, 8 * b, b, 0.5, BSK_PATTERN_UNIFORM, BSK_F16);
+    run_device_case(t, ctx, &H, 512, 0, 0, BSK_F16, 1.0f, 0.0f, 1);
+    if (strcmp(bsk_last_kernel(ctx), "hopper-wgmma-b64p") != 0 || bsk__hopper_tune.out_pair_match != 2) {
+        t->failed++;
+        fprintf(stderr, "  d 0.5, pattern cache off: last kernel %s (want hopper-wgmma-b64p), pair matching %d (want 2)\n",
+                bsk_last_kernel(ctx), bsk__hopper_tune.out_pair_match);
+    }
+    bsk_bsr_free(&H);
     cudaFree(d_pr);
     bsk__hopper_tune = saved;
     bsk_destroy(ctx);

@@ -29,7 +29,7 @@ static const int B64_WIDE_DEFAULT = 1;
    / 0.25 / 0.5 E 0.493 -> 0.535, 0.558 -> 0.572, 0.646 -> 0.595; skewed d 0.5 0.650 -> 0.610; MoE d 0.25 / 0.5 0.574 ->
    0.592, 0.662 -> 0.616. On the H200 (session 20) d 0.5 was level: 0.668 vs 0.665, MoE 0.680 vs 0.691; op T -2 %). */
 static const double B64_WIDE_MAX_DENSITY = 0.375;
-/* ... and below 0.2 where the pair's rows are matched (either mode; the pattern cache on: PAIR_MATCH_DEFAULT). Session
+/* ... and below 0.2 where the pair's rows are fully matched (mode 1: the pattern cache on, PAIR_MATCH_DEFAULT). Session
    24, H100, same run, lists cached: 64 x 512 -> matched pair at 8192^3 d 0.1 0.543 -> 0.531, d 0.25 0.578 -> 0.603,
    skewed d 0.1 0.498 -> 0.442, d 0.25 0.563 -> 0.588, MoE d 0.1 0.530 -> 0.529, d 0.25 0.598 -> 0.635, op T d 0.25
    0.584 -> 0.593 (0.2: between the measured densities) */
@@ -38,7 +38,10 @@ static const double B64_WIDE_MAX_DENSITY_MATCHED = 0.2;
    the same speed on both machines while the 64 x 512 tile speeds up with DRAM bandwidth: session 25, H200 (4.8 TB/s),
    same run, lists cached, 64 x 512 vs matched pair: 8192^3 d 0.25 0.664 vs 0.629 (H100, 3.35 TB/s: 0.578 vs 0.603),
    skewed d 0.25 0.650 vs 0.612, MoE d 0.25 0.673 vs 0.659, op T d 0.25 0.676 vs 0.625. The tile's TFLOPS, linear in
-   the bandwidth between the two machines (444 -> 492 at d 0.25), meets the pair's (~465) near 4 TB/s. */
+   the bandwidth between the two machines (444 -> 492 at d 0.25), meets the pair's (~465) near 4 TB/s. Above, the H200
+   keeps 0.375 (--pairmatch4, tile vs matched pair: d 0.3 0.660 vs 0.639, d 0.375 0.665 vs 0.664, d 0.5 0.675 vs 0.700;
+   skewed d 0.375 0.661 vs 0.655; MoE d 0.375 / 0.5 0.684 vs 0.696, 0.698 vs 0.730; op T d 0.375 / 0.5 0.669 vs 0.651,
+   0.674 vs 0.691). */
 static const int B64_MATCHED_PAIR_MAX_DRAM_GBS = 4000;
 static const int PF_STAGES_DEFAULT = 0; /* run 5: the prefetches double the L2 requests; 1.7x slower at d = 0.5 */
 /* TMA-store epilogue configurations: 4 ring stages with the C tile staged in two rounds (1), or 3 stages with
@@ -90,10 +93,13 @@ static const int ROW_GROUPS_DEFAULT = 0;
    0.588; 32768 x 4096 x 4096 d 0.1 / 0.5 0.470 -> 0.535, 0.674 -> 0.723; op T d 0.5 0.647 -> 0.652. Rebuilt on every
    call the matching costs more than it gains (d 0.1 0.496 -> 0.477, MoE d 0.1 0.463 -> 0.298). */
 static const int PAIR_MATCH_DEFAULT = 1;
-/* ... and for work lists rebuilt on every call (pattern cache off, or inside a capture): 0 adjacent rows, 2 the
-   windowed matching (session 25, compile-checked: its prep costs a few us; predicted +3-5 % over adjacent rows at
-   8192^3 d 0.25 / 0.5, +5-10 % at 32768 x 4096). To be measured (hopper_probe --pairmatch3) before it becomes 2. */
-static const int PAIR_MATCH_UNCACHED_DEFAULT = 0;
+/* ... and for work lists rebuilt on every call (pattern cache off, or inside a capture): 2, the windowed matching
+   (candidates within 16 rows; 0 would pair adjacent rows). Session 25, H200, same run (hopper_probe --pairmatch3),
+   uncached, adjacent -> windowed pair: 8192^3 d 0.25 0.583 -> 0.598, d 0.5 0.672 -> 0.681, skewed d 0.5 0.679 -> 0.682,
+   32768 x 4096 d 0.25 0.588 -> 0.589, d 0.5 0.682 -> 0.687 (the full matching, cached: 0.621 / 0.696 / 0.687 / 0.654 /
+   0.730). Predicted +3-5 % and +5-10 %: the window keeps less of the cut than the CPU model said. It only replaces
+   adjacent pairs where the pair runs anyway: the lower density bound below is the full matching's. */
+static const int PAIR_MATCH_UNCACHED_DEFAULT = 2;
 /* The matching mode asked for the paired tiles' rows (0 adjacent, 1 full, 2 windowed; tune.pair_match forces one) for a
    work list kept in the pattern cache (cached: the cache on and not inside a capture) or rebuilt on every call. The
    launcher knows which from the cache's answer, the dispatcher asks the stream; both check the matcher's limits
@@ -437,7 +443,7 @@ bsk_status bsk_hopper_spmm(bsk_context *ctx, bsk_op op, float alpha, const bsk_b
     const double dens64 = (double)A->nnzb / ((double)bsk_bsr_mb(A) * (double)bsk_bsr_nb(A));
     const int grid64 = bsk__hopper_tune.max_ctas > 0 && bsk__hopper_tune.max_ctas < st->sms ? bsk__hopper_tune.max_ctas
                                                                                             : st->sms;
-    /* the pair's rows matched, either mode (the launcher's rule: forced by the knob, or by default the cached mode
+    /* the matching mode of the pair's rows (the launcher's rule: forced by the knob, or by default the cached mode
        where the pattern cache is on and not inside a capture, else the uncached one; within the matcher's limits) */
     const int64_t cols64 = op == BSK_OP_T ? bsk_bsr_mb(A) : bsk_bsr_nb(A);
     int pm64 = b == 64 ? pair_match_asked(ctx->pattern_cache) : 0;
@@ -449,7 +455,7 @@ bsk_status bsk_hopper_spmm(bsk_context *ctx, bsk_op op, float alpha, const bsk_b
         } else if (cs != cudaStreamCaptureStatusNone)
             pm64 = pair_match_asked(0);
     }
-    const int matched64 = match_fits(pm64, units64, cols64);
+    const int matched64 = pm64 == 1 && match_fits(pm64, units64, cols64); /* full matching: the lower density bound */
     const int dram64 = bsk__hopper_tune.dram_gbs > 0 ? bsk__hopper_tune.dram_gbs : st->dram_gbs;
     const int wide64 = bsk__hopper_tune.b64_wgn == 256 ||
                        (bsk__hopper_tune.b64_wgn == 0 && bsk__hopper_tune.b64_mode == 0 && B64_WIDE_DEFAULT && tma_epi &&
