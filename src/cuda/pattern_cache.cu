@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include "cuda_internal.h"
 #include "portable/portable_common.cuh"
+#include "scan.cuh" /* block_excl_scan */
 
 #define SCAN_THREADS 1024
 #define SORT_THREADS 512
@@ -32,36 +33,17 @@ __global__ void tindex_count(const int32_t *__restrict__ col_idx, int64_t nnzb, 
 /* One CTA: exclusive scan of cursor[0..nb) into t_ptr[0..nb]; cursor[c] becomes t_ptr[c]. */
 __global__ void __launch_bounds__(SCAN_THREADS) tindex_scan(int32_t *cursor, int32_t *t_ptr, int64_t nb)
 {
-    __shared__ int32_t warp_sums[SCAN_THREADS / 32];
-    __shared__ int32_t carry_s;
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    __shared__ int32_t warp_tot[33];
     int32_t carry = 0;
     for (int64_t base = 0; base < nb; base += SCAN_THREADS) {
         int64_t c = base + threadIdx.x;
-        int32_t v = c < nb ? cursor[c] : 0, x = v;
-        for (int o = 1; o < 32; o <<= 1) {
-            int32_t y = __shfl_up_sync(0xffffffffu, x, o);
-            if (lane >= o) x += y;
-        }
-        if (lane == 31) warp_sums[warp] = x;
-        __syncthreads();
-        if (warp == 0) {
-            int32_t w = warp_sums[lane], z = w;
-            for (int o = 1; o < 32; o <<= 1) {
-                int32_t y = __shfl_up_sync(0xffffffffu, z, o);
-                if (lane >= o) z += y;
-            }
-            warp_sums[lane] = z - w; /* exclusive prefix of the warp totals */
-            if (lane == 31) carry_s = z;
-        }
-        __syncthreads();
-        int32_t excl = carry + warp_sums[warp] + x - v;
+        int32_t sum; /* the next round's scan starts with a barrier: warp_tot is free to rewrite */
+        int32_t excl = carry + block_excl_scan(c < nb ? cursor[c] : 0, warp_tot, &sum);
         if (c < nb) {
             t_ptr[c] = excl;
             cursor[c] = excl;
         }
-        carry += carry_s;
-        __syncthreads(); /* warp_sums and carry_s are rewritten next round */
+        carry += sum;
     }
     if (threadIdx.x == 0) t_ptr[nb] = carry;
 }

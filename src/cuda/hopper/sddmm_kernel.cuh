@@ -45,6 +45,7 @@
 #include <cuda_fp16.h>
 #include <cuda.h>
 #include "ptx.cuh"
+#include "../scan.cuh" /* block_excl_scan */
 
 namespace bsk_hopper {
 namespace sddmm {
@@ -95,34 +96,6 @@ template <int B_, int GB_, int STAGES_> struct Cfg {
 };
 
 /* ---------------------------------------------------------------- prep: items and schedule */
-
-/* Exclusive scan over the 1024 threads of the CTA; the total lands in ws[32]. The caller reads it and
-   synchronises before the next scan. */
-__device__ __forceinline__ long long scan_excl_1024(long long v, long long *ws)
-{
-    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
-    long long x = v;
-#pragma unroll
-    for (int o = 1; o < 32; o <<= 1) {
-        const long long y = __shfl_up_sync(0xffffffffu, x, o);
-        if (lane >= o) x += y;
-    }
-    if (lane == 31) ws[w] = x;
-    __syncthreads();
-    if (w == 0) {
-        const long long tt = ws[lane];
-        long long s = tt;
-#pragma unroll
-        for (int o = 1; o < 32; o <<= 1) {
-            const long long y = __shfl_up_sync(0xffffffffu, s, o);
-            if (lane >= o) s += y;
-        }
-        ws[lane] = s - tt;
-        if (lane == 31) ws[32] = s;
-    }
-    __syncthreads();
-    return ws[w] + x - v;
-}
 
 /* One CTA of 1024 threads. Lists the items: the blocks of row i ([rs, re) after clamping) are cut into
    ceil(len / GB) items of floor or ceil(len / items) blocks each, row-major — balanced, so the items of a wave
@@ -198,8 +171,8 @@ __global__ void __launch_bounds__(1024, 1)
             n = max(e - a, 0);
         }
         const long long ni = (n + gb - 1) / gb;
-        const long long ex = scan_excl_1024(ni, ws), tot = ws[32];
-        __syncthreads();
+        long long tot; /* the next pass's scan starts with a barrier: ws is free to rewrite */
+        const long long ex = block_excl_scan(ni, ws, &tot);
         /* balanced: the segment's ni items take n / ni or n / ni + 1 blocks each (the longer first) */
         const int bq = ni ? n / (int)ni : 0, br = ni ? n % (int)ni : 0;
         for (long long k = 0; k < ni; ++k) {

@@ -42,6 +42,7 @@
 #include <limits.h>
 #include <type_traits>
 #include "ptx.cuh"
+#include "../scan.cuh" /* block_excl_scan */
 
 namespace bsk_hopper {
 
@@ -241,33 +242,6 @@ __host__ __device__ inline bool match_fits(int mode, long long rows, long long c
     const long long w = (cols + 31) / 32;
     return (mode == 1 || mode == 2) && rows >= 2 && rows <= MATCH_MAX_ROWS && cols >= 1 && rows * w <= MATCH_WORDS &&
            (mode == 2 || rows * rows * w <= MATCH_MAX_WORK);
-}
-
-/* Exclusive prefix sum over the CTA's 1024 threads (one value each); *total gets the sum. Every thread calls it. */
-__device__ __forceinline__ int block_excl_scan(int v, int *warp_tot, int *total)
-{
-    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
-    int x = v;
-    for (int o = 1; o < 32; o <<= 1) {
-        const int y = __shfl_up_sync(0xffffffffu, x, o);
-        if (lane >= o) x += y;
-    }
-    __syncthreads(); /* warp_tot free from an earlier call */
-    if (lane == 31) warp_tot[w] = x;
-    __syncthreads();
-    if (w == 0) {
-        const int t = warp_tot[lane];
-        int s = t;
-        for (int o = 1; o < 32; o <<= 1) {
-            const int y = __shfl_up_sync(0xffffffffu, s, o);
-            if (lane >= o) s += y;
-        }
-        warp_tot[lane] = s - t;
-        if (lane == 31) warp_tot[32] = s;
-    }
-    __syncthreads();
-    *total = warp_tot[32];
-    return warp_tot[w] + x - v;
 }
 
 __global__ void __launch_bounds__(1024, 1)

@@ -74,6 +74,7 @@
 #include <utility>
 #include "bsk.h" /* bsk_dtype */
 #include "ptx.cuh"
+#include "../scan.cuh" /* warp_incl_scan, block_excl_scan */
 
 /* -DBSK_SMALL_PROF: cycle counters in the small kernel (probe builds only; SP_* below) */
 #ifdef BSK_SMALL_PROF
@@ -294,11 +295,8 @@ __global__ void __launch_bounds__(SMALL_UNION_THREADS)
             int n = 0;
 #pragma unroll
             for (int q = 0; q < PER; ++q) n += tid * PER + q < W && mask[tid * PER + q] != 0u;
-            int x = n;
-            for (int o = 1; o < 32; o <<= 1) {
-                const int y = __shfl_up_sync(0xffffffffu, x, o);
-                if (lane >= o) x += y;
-            }
+            /* not block_excl_scan: 8 warps, each thread adds their totals itself (one barrier, not three) */
+            const int x = warp_incl_scan(n);
             if (lane == 31) warp_tot[w] = x;
             __syncthreads();
             int before = 0, total = 0;
@@ -340,31 +338,15 @@ __global__ void __launch_bounds__(1024, 1)
     grid_dep_launch();
     grid_dep_wait();
     __shared__ int hist[1024];
-    __shared__ int warp_tot[32];
-    const int tid = threadIdx.x, lane = tid & 31, w = tid >> 5;
+    __shared__ int warp_tot[33];
+    const int tid = threadIdx.x;
     hist[tid] = 0;
     if (tid == 0) counter[0] = counter[1] = 0u;
     __syncthreads();
     for (int g = tid; g < G; g += 1024) atomicAdd(&hist[1023 - min(ginfo[g].y, 1023)], 1);
     __syncthreads();
-    int v = hist[tid], x = v;
-    for (int o = 1; o < 32; o <<= 1) {
-        const int y = __shfl_up_sync(0xffffffffu, x, o);
-        if (lane >= o) x += y;
-    }
-    if (lane == 31) warp_tot[w] = x;
-    __syncthreads();
-    if (w == 0) {
-        const int t = warp_tot[lane];
-        int s = t;
-        for (int o = 1; o < 32; o <<= 1) {
-            const int y = __shfl_up_sync(0xffffffffu, s, o);
-            if (lane >= o) s += y;
-        }
-        warp_tot[lane] = s - t;
-    }
-    __syncthreads();
-    hist[tid] = warp_tot[w] + x - v;
+    int total; /* the sum (G): unused */
+    hist[tid] = block_excl_scan(hist[tid], warp_tot, &total);
     __syncthreads();
     for (int g = tid; g < G; g += 1024) {
         const int2 gi = ginfo[g];
