@@ -654,14 +654,15 @@ int main(int argc, char **argv)
            +3-5 % over adjacent rows at 8192^3 d 0.25 / 0.5, +5-10 % at the MoE shape. A B C D D C B A per point:
            adjacent pair uncached, windowed pair uncached, full-matched pair cached (the bound), the default dispatch
            uncached. */
-        /* the points where a pair is (or may become) the uncached default: d 0.1 stays with the 64 x 512 tile */
-        static const struct { int64_t m, n, k; double d; int sk; } pw[5] = {
-            {0, 0, 0, 0.25, 0}, {0, 0, 0, 0.50, 0}, {0, 0, 0, 0.50, 1}, {32768, 4096, 4096, 0.25, 0},
+        /* the points where a pair is (or may become) the uncached default at 8192^3 (d 0.1 stays with the 64 x 512
+           tile there; with --size 2048, where the pair is the default at every density, d 0.1 is the case to watch) */
+        static const struct { int64_t m, n, k; double d; int sk; } pw[6] = {
+            {0, 0, 0, 0.10, 0}, {0, 0, 0, 0.25, 0}, {0, 0, 0, 0.50, 0}, {0, 0, 0, 0.50, 1}, {32768, 4096, 4096, 0.25, 0},
             {32768, 4096, 4096, 0.50, 0}};
         static const struct { int b64m, pm, cache; const char *tag; } vw[4] = {
             {2, -1, 0, "pair"}, {2, 2, 0, "pair windowed"}, {2, 1, 1, "pair matched, cached"}, {0, 0, 0, "default"}};
         if (pairmatch == 3)
-            for (int q = 0; q < 5; q++)
+            for (int q = 0; q < 6; q++)
                 for (int r = 0; r < 8; r++) {
                     const int v = r < 4 ? r : 7 - r;
                     ADD(.b = 64, .d = pw[q].d, .skew = pw[q].sk, .m = pw[q].m, .n = pw[q].n, .k = pw[q].k,
