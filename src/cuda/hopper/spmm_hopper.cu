@@ -94,20 +94,27 @@ static const int ROW_GROUPS_DEFAULT = 0;
    call the matching costs more than it gains (d 0.1 0.496 -> 0.477, MoE d 0.1 0.463 -> 0.298). */
 static const int PAIR_MATCH_DEFAULT = 1;
 /* ... and for work lists rebuilt on every call (pattern cache off, or inside a capture): 2, the windowed matching
-   (candidates within 16 rows; 0 would pair adjacent rows). Session 25, H200, same run (hopper_probe --pairmatch3),
-   uncached, adjacent -> windowed pair: 8192^3 d 0.25 0.583 -> 0.598, d 0.5 0.672 -> 0.681, skewed d 0.5 0.679 -> 0.682,
-   32768 x 4096 d 0.25 0.588 -> 0.589, d 0.5 0.682 -> 0.687 (the full matching, cached: 0.621 / 0.696 / 0.687 / 0.654 /
-   0.730). Predicted +3-5 % and +5-10 %: the window keeps less of the cut than the CPU model said. It only replaces
-   adjacent pairs where the pair runs anyway: the lower density bound below is the full matching's. */
+   (candidates within 16 rows; 0 would pair adjacent rows), for products of at least PAIR_WINDOW_MIN_FLOP on kept blocks.
+   Session 25, H200, same run (hopper_probe --pairmatch3), uncached, adjacent -> windowed pair: 8192^3 d 0.25 0.583 ->
+   0.598, d 0.5 0.672 -> 0.681, skewed d 0.5 0.679 -> 0.682, 32768 x 4096 d 0.25 0.588 -> 0.589, d 0.5 0.682 -> 0.687 (the
+   full matching, cached: 0.621 / 0.696 / 0.687 / 0.654 / 0.730). Predicted +3-5 % and +5-10 %: the window keeps less of
+   the cut than the CPU model said. Its prep costs ~4 us per call (--pairmatch3 --size 2048: 2048^3 d 0.1 / 0.25 / 0.5
+   0.167 -> 0.134, 0.337 -> 0.277, 0.487 -> 0.426, a constant +4.1 us), so it pays only on long products: 2e11 flop is
+   ~400 us, where +1 % is 4 us. It replaces adjacent pairs only where the pair runs anyway: the lower density bound
+   below is the full matching's. */
 static const int PAIR_MATCH_UNCACHED_DEFAULT = 2;
+static const double PAIR_WINDOW_MIN_FLOP = 2e11;
 /* The matching mode asked for the paired tiles' rows (0 adjacent, 1 full, 2 windowed; tune.pair_match forces one) for a
-   work list kept in the pattern cache (cached: the cache on and not inside a capture) or rebuilt on every call. The
-   launcher knows which from the cache's answer, the dispatcher asks the stream; both check the matcher's limits
-   (match_fits). */
-static int pair_match_asked(int cached)
+   work list kept in the pattern cache (cached: the cache on and not inside a capture) or rebuilt on every call, for the
+   product of A (op N or T) with n columns of B. The launcher knows which from the cache's answer, the dispatcher asks
+   the stream; both check the matcher's limits (match_fits). */
+static int pair_match_asked(int cached, const bsk_bsr *A, int64_t n)
 {
     const int k = bsk__hopper_tune.pair_match;
-    return k > 0 ? k : k < 0 ? 0 : cached ? PAIR_MATCH_DEFAULT : PAIR_MATCH_UNCACHED_DEFAULT;
+    if (k) return k > 0 ? k : 0;
+    if (cached) return PAIR_MATCH_DEFAULT;
+    const double flop = 2.0 * (double)A->nnzb * A->block_rows * A->block_cols * (double)n;
+    return flop >= PAIR_WINDOW_MIN_FLOP ? PAIR_MATCH_UNCACHED_DEFAULT : 0;
 }
 
 typedef Cfg<128, 256, 4, false> Cfg128;        /* tile 128 x 256, 48 KB stages, direct epilogue                */
@@ -298,7 +305,7 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, cons
        knob asks for, or by default full matching where the work list is kept in the pattern cache: the one-CTA full
        matching costs ~30 us at 8192^3 and ~220 us at 32768 x 4096 (H100, session 24), so it pays only when built once
        for many calls. The key holds the mode of a cached list. */
-    const int pm_cached = CF::PAIR ? pair_match_asked(1) : 0;
+    const int pm_cached = CF::PAIR ? pair_match_asked(1, A, N) : 0;
     const int key_match = match_fits(pm_cached, mb, nb) ? pm_cached : 0;
     const int64_t lkey[BSK_DERIVED_KEY] = {2 /* kind: b64 / b128 units */ | (CF::TRANS ? 16 : 0) | (CF::PAIR ? 32 : 0) |
                                                (cls << 6) | ((int64_t)long_len << 8) | ((int64_t)key_match << 40),
@@ -316,7 +323,7 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, cons
         return s;
     }
     /* inside a capture the list is rebuilt by every replay: the uncached default there */
-    const int pm_mode = CF::PAIR ? pair_match_asked(lists != NULL) : 0;
+    const int pm_mode = CF::PAIR ? pair_match_asked(lists != NULL, A, N) : 0;
     const int match = match_fits(pm_mode, mb, nb) ? pm_mode : 0;
     bsk__hopper_tune.out_pair_match = match;
     char *lb = lists ? (char *)lists : (char *)ws;
@@ -446,14 +453,14 @@ bsk_status bsk_hopper_spmm(bsk_context *ctx, bsk_op op, float alpha, const bsk_b
     /* the matching mode of the pair's rows (the launcher's rule: forced by the knob, or by default the cached mode
        where the pattern cache is on and not inside a capture, else the uncached one; within the matcher's limits) */
     const int64_t cols64 = op == BSK_OP_T ? bsk_bsr_mb(A) : bsk_bsr_nb(A);
-    int pm64 = b == 64 ? pair_match_asked(ctx->pattern_cache) : 0;
+    int pm64 = b == 64 ? pair_match_asked(ctx->pattern_cache, A, C->cols) : 0;
     if (match_fits(pm64, units64, cols64) && bsk__hopper_tune.pair_match == 0 && ctx->pattern_cache) {
         cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
         if (cudaStreamIsCapturing((cudaStream_t)ctx->stream, &cs) != cudaSuccess) {
             (void)cudaGetLastError(); /* not left for a later launch check */
-            pm64 = pair_match_asked(0);
+            pm64 = pair_match_asked(0, A, C->cols);
         } else if (cs != cudaStreamCaptureStatusNone)
-            pm64 = pair_match_asked(0);
+            pm64 = pair_match_asked(0, A, C->cols);
     }
     const int matched64 = pm64 == 1 && match_fits(pm64, units64, cols64); /* full matching: the lower density bound */
     const int dram64 = bsk__hopper_tune.dram_gbs > 0 ? bsk__hopper_tune.dram_gbs : st->dram_gbs;
