@@ -183,8 +183,9 @@ BSK_API bsk_status bsk_synchronize(bsk_context *ctx);
    bsk_set_pattern_cache(ctx, 1) keeps it per context instead, keyed by the pattern's row_ptr/col_idx addresses
    and sizes: faster for repeated calls on one pattern (a repeated Hopper SpMM is then one kernel: on an H200 at
    2048^3, b = 32 +13 to +21 %, b = 64 / 128 +6 to +14 %; at 8192^3 b = 128 d 0.1 +1.6 %). A cached b = 64 list also
-   pairs block rows that share columns (a one-time analysis, 30-220 us, too slow to redo on every call; an H100 then
-   runs b = 64 at d 0.25 / 0.5 +4 to +7 % faster, op N and T). But then, after
+   pairs block rows that share columns (a one-time analysis, 30-220 us, too slow to redo on every call; b = 64 at
+   d 0.5 then runs +4 to +7 % faster on an H100 or H200, and at d 0.25 on an H100; op N and T; uncached lists of long
+   products get a cheaper nearby-rows pairing, +1 to +3 %). But then, after
    rewriting a device pattern's row_ptr or col_idx in place — or freeing it while a new pattern may land at the
    same addresses (caching allocators such as PyTorch's do this) — call bsk_forget_patterns(ctx), which drops
    every entry (waiting for the work that used them). Changing the setting drops every entry too (the call
