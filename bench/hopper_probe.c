@@ -52,6 +52,35 @@ static void run_spmm(void *p)
    per consumer warpgroup the share of its time blocked on full barriers, in wgmma, in the epilogue, and the
    rest (barrier releases, meta reads); cycles per stage and per item; the producer's share blocked on empty
    slots. Sums over all CTAs. */
+/* --prepprof: one more call with the prep kernel's phase marks on (a -DBSK_HOPPER_PROF build; nothing printed
+   otherwise): the time of each of its phases, from its entry to the main kernel's end of waiting for it (session 25:
+   ncu put the prep at 4.1 us without matching, 8.7 with it, at 2048^3). A cached list is dropped first, so the call
+   builds it. */
+static void print_prep_prof(spmm_arg *sa, int cached)
+{
+    unsigned long long *d, t[16];
+    CK(cudaMalloc((void **)&d, sizeof t));
+    CK(cudaMemset(d, 0, sizeof t));
+    if (cached) CS(bsk_forget_patterns(sa->ctx));
+    bsk__hopper_tune.prep_prof_buf = d;
+    run_spmm(sa);
+    CS(bsk_synchronize(sa->ctx));
+    bsk__hopper_tune.prep_prof_buf = NULL;
+    CK(cudaMemcpy(t, d, sizeof t, cudaMemcpyDeviceToHost));
+    CK(cudaFree(d));
+    if (!t[0]) return; /* not a probe build, or no prep ran */
+    static const char *nm[8] = {"", "masks", "rounds", "units", "split+hist", "scan", "write", "zero"};
+    printf("   prep us:");
+    unsigned long long prev = t[0];
+    for (int i = 1; i < 8; i++)
+        if (t[i]) {
+            printf(" %s %.2f", nm[i], (t[i] - prev) * 1e-3);
+            prev = t[i];
+        }
+    printf(" | prep total %.2f; main entry %+.2f, main waited %+.2f (from the prep's entry)\n", (t[7] - t[0]) * 1e-3,
+           t[8] ? ((double)t[8] - (double)t[0]) * 1e-3 : 0.0, t[9] ? ((double)t[9] - (double)t[0]) * 1e-3 : 0.0);
+}
+
 static void print_prof(spmm_arg *sa)
 {
     const int n = 16 * 1024;
@@ -81,7 +110,7 @@ static void print_prof(spmm_arg *sa)
 
 int main(int argc, char **argv)
 {
-    int b64tile = 0, b64sweep = 0, b64slot = 0, b64split = 0, quick = 0, variants = 0, cf32 = 0, ncu = 0, d1 = 0, ring4 = 0, bands = 0, prof = 0, skew = 0, tall = 0, fin = 0, mc = 0, hint = 0, partcheck = 0,
+    int b64tile = 0, b64sweep = 0, b64slot = 0, b64split = 0, quick = 0, variants = 0, cf32 = 0, ncu = 0, d1 = 0, ring4 = 0, bands = 0, prof = 0, prepprof = 0, skew = 0, tall = 0, fin = 0, mc = 0, hint = 0, partcheck = 0,
         part = 0, pairmatch = 0,
         s7 = 0, fabric = 0, fabric2 = 0;
     const char *part_file = NULL;
@@ -92,6 +121,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--ncu")) ncu = 1; /* each kernel once, no checks: for a profiler run */
         else if (!strcmp(argv[i], "--d1")) d1 = 1;
         else if (!strcmp(argv[i], "--prof")) prof = 1; /* cycle accounting (needs a -DBSK_HOPPER_PROF build) */
+        else if (!strcmp(argv[i], "--prepprof")) prepprof = 1; /* the prep kernel's phases (a -DBSK_HOPPER_PROF build) */
         else if (!strcmp(argv[i], "--bands")) bands = 1; /* the band L2 budget (8 / 16 / 32 MB) and L2 hints */
         else if (!strcmp(argv[i], "--skew")) skew = 1; /* b128 skewed vs uniform: the long-row split, orders */
         else if (!strcmp(argv[i], "--tall")) tall = 1; /* few long rows (small M, large K): the split's other case */
@@ -912,6 +942,7 @@ int main(int argc, char **argv)
                  bsk__hopper_tune.out_part, pmt);
         printf("%s\n", table[nt - 1]);
         if (prof) print_prof(&sa);
+        if (prepprof) print_prep_prof(&sa, c.cache);
         fflush(stdout);
         if (c.cache) CS(bsk_forget_patterns(ctx)); /* before A's memory can be reused by the next pattern */
         bsk_bsr_free(&A);

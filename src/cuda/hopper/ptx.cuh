@@ -951,6 +951,13 @@ template <int R> __device__ __forceinline__ void setmaxnreg_dec()
 /* Programmatic dependent launch: wait for the preceding grid's memory / let the next grid start early. */
 __device__ __forceinline__ void grid_dep_wait() { asm volatile("griddepcontrol.wait;\n" ::: "memory"); }
 __device__ __forceinline__ void grid_dep_launch() { asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory"); }
+/* The global nanosecond timer (the same clock on every SM: probe builds time phases across kernels with it). */
+__device__ __forceinline__ unsigned long long globaltimer_ns()
+{
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(t));
+    return t;
+}
 
 /* ---------------------------------------------------------------- persistent work queues */
 

@@ -367,6 +367,7 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, cons
     p.b_lbo = bsk__hopper_tune.bdesc_swap ? 1024u : 8192u;
     p.b_sbo = bsk__hopper_tune.bdesc_swap ? 8192u : 1024u;
     p.prof = (unsigned long long *)bsk__hopper_tune.prof_buf;
+    p.prep_prof = (unsigned long long *)bsk__hopper_tune.prep_prof_buf;
     /* L2-partition queues for skewed rows (the kernel decides from the prep's flag): the GPU's own map once
        known (src/cuda/l2_partition.cu), or a probe's table; knob part_mode -1 off, 1 whatever the rows */
     p.part = NULL;
@@ -394,7 +395,7 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, cons
         spmm_prep_kernel<<<1, 1024, 0, stream>>>(units_ptr, units_idx, (int)mb, (int)nb, (int)A->nnzb,
                                                  CF::PAIR ? 1 : 0, match, (int)band, cls, (int)L, (int)parts_cap,
                                                  (int)nt, long_len, sorted, bandinfo, counter, p.split_ctr, pair_end,
-                                                 pair_rows);
+                                                 pair_rows, p.prep_prof);
         s = BSK_CUDA_LAUNCH_CHECK();
         filled = !s;
     }

@@ -82,6 +82,8 @@ struct SpmmParams {
     uint32_t b_lbo, b_sbo;  /* B descriptor strides in bytes (8192 between 64-column panels, 1024
                                between 8-row groups); run-time only so a probe can try the swap    */
     unsigned long long *prof; /* BSK_HOPPER_PROF builds only: per CTA 16 cycle counters (PROF_* below) */
+    unsigned long long *prep_prof; /* BSK_HOPPER_PROF builds only: the prep's phase marks (PREP_MARK); CTA 0 adds
+                                      its entry [8] and the end of its wait for the prep [9] */
     const unsigned char *part; /* CAN_SPLIT configurations: smid -> L2 partition (0 / 1), or NULL. Used when
                                the prep kernel found the rows skewed (counter[4]) or part_force: then the
                                two tile groups (tg = ceil(nt / 2)) have a queue each (counter[2 + g]); a
@@ -114,6 +116,19 @@ enum { PROF_WAIT = 0, PROF_MMA = 1, PROF_EPI = 2, PROF_TOTAL = 3, PROF_ITEMS = 4
 #else
 #define BSK_PROF_CLOCK() 0LL
 #endif
+/* The prep kernel's phases in probe builds (-DBSK_HOPPER_PROF, hopper_probe --prepprof; session 25: ncu put the prep at
+   4.1 us without matching and 8.7 with it at 32 rows, a quarter of a 2048^3 call): thread 0 writes %globaltimer after
+   the barrier that ends phase i. Compiled out otherwise. */
+#ifdef BSK_HOPPER_PROF
+#define PREP_MARK(i)                                                                                                   \
+    do {                                                                                                               \
+        if (prof && threadIdx.x == 0) prof[i] = globaltimer_ns();                                                     \
+    } while (0)
+#else
+#define PREP_MARK(i) ((void)prof)
+#endif
+enum { PREP_T_ENTRY = 0, PREP_T_MASKS = 1, PREP_T_ROUNDS = 2, PREP_T_UNITS = 3, PREP_T_HIST = 4, PREP_T_SCAN = 5,
+       PREP_T_WRITE = 6, PREP_T_END = 7, PREP_T_MAIN_ENTRY = 8, PREP_T_MAIN_WAITED = 9 };
 
 /* Meta flags: SKIP0 / SKIP1: consumer 0 / 1 issues no wgmma for this stage (no data for its rows);
    END: no more items; LAST: the last stage of the item (the epilogue follows). */
@@ -249,8 +264,9 @@ __global__ void __launch_bounds__(1024, 1)
                      int pair, int match, int band_rows, int class_shift, int split_len, int parts_cap, int nt,
                      int long_len, int4 *__restrict__ sorted, int2 *__restrict__ bandinfo,
                      unsigned *__restrict__ counter, int *__restrict__ split_ctr, int *__restrict__ pair_end,
-                     int2 *__restrict__ pair_rows)
+                     int2 *__restrict__ pair_rows, unsigned long long *__restrict__ prof)
 {
+    PREP_MARK(PREP_T_ENTRY);
     grid_dep_launch();
     __shared__ int hist[1024];
     __shared__ int excl[1025];
@@ -282,6 +298,7 @@ __global__ void __launch_bounds__(1024, 1)
         __syncthreads(); /* every mask complete before any warp compares them (session 24: without this barrier a warp
                             read rows still being built; racecheck's scheduling showed it, as a pairing unlike the
                             host reference's) */
+        PREP_MARK(PREP_T_MASKS);
         /* a candidate's key: shared columns, then nearness (1023 - distance), then the lower row (unique per row) */
         auto key = [&](int r, int c) -> unsigned {
             int sc = 0;
@@ -325,6 +342,7 @@ __global__ void __launch_bounds__(1024, 1)
             }
             if (!__syncthreads_or(any)) break;
         }
+        PREP_MARK(PREP_T_ROUNDS);
         /* units: the pairs in order of their first row, then the rows left over, two by two in index order */
         const int r = tid;
         const int pr = r < mb ? partner[r] : -2;
@@ -341,6 +359,7 @@ __global__ void __launch_bounds__(1024, 1)
             }
         }
         __syncthreads();
+        PREP_MARK(PREP_T_UNITS);
     }
     /* unit i: clamped {start, end} of its (first) row, pairs also {start, end} of the second row; its length */
     auto unit = [&](int i, int &rs, int &re, int &rs2, int &re2) -> int {
@@ -389,6 +408,7 @@ __global__ void __launch_bounds__(1024, 1)
         __syncthreads(); /* every thread has read s_sum before the next pass resets it */
         L = L > (1 << 29) ? 0 : 2 * L;
     }
+    PREP_MARK(PREP_T_HIST);
     /* skewed rows (the longest >= twice the mean, >= 4 blocks): the main kernel's L2-partition queues pay there;
        short rows (mean < 12 blocks): C tiles come fast, the L2 hints pay there (session 8) */
     if (tid == 0) {
@@ -406,6 +426,7 @@ __global__ void __launch_bounds__(1024, 1)
         counter[1] = (unsigned)mu2 * (unsigned)nt;
     }
     __syncthreads();
+    PREP_MARK(PREP_T_SCAN);
     /* long units (part_long): those of >= long_len blocks, a prefix of the sorted order that ends at a class boundary
        when long_len is a power of two and the classes are one bit wide (bands never straddle it). After the barrier:
        excl[k] is thread k's (a review found this read before it, session 23; compile-checked only since). */
@@ -441,8 +462,10 @@ __global__ void __launch_bounds__(1024, 1)
     }
     /* the split rows' store counters: 2 consumers per (row, N tile) */
     __syncthreads();
+    PREP_MARK(PREP_T_WRITE);
     const long long nctr = (long long)s_pbase * nt * 2;
     for (long long k = tid; k < nctr; k += 1024) split_ctr[k] = 0;
+    PREP_MARK(PREP_T_END);
 }
 
 /* ---------------------------------------------------------------- epilogue */
@@ -608,6 +631,9 @@ __global__ void __launch_bounds__(384, 1)
     int4 *meta = (int4 *)(smem + CF::META_OFF);
     const int wg = threadIdx.x >> 7, warp = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31;
     const uint32_t rank = CL ? cluster_ctarank() : 0u;
+#ifdef BSK_HOPPER_PROF
+    if (p.prep_prof && blockIdx.x == 0 && threadIdx.x == 0) p.prep_prof[PREP_T_MAIN_ENTRY] = globaltimer_ns();
+#endif
 
     const uint32_t chf0 = sbase + CF::CHAN_OFF, che0 = chf0 + 8 * CF::CHAN; /* item channel barriers */
     unsigned *chan_t = (unsigned *)(smem + CF::CHAN_OFF + 16 * CF::CHAN);
@@ -633,6 +659,9 @@ __global__ void __launch_bounds__(384, 1)
     __syncthreads();
     if (CL) cluster_sync(); /* every CTA's barriers exist before any other CTA touches them */
     grid_dep_wait();        /* the prep kernel's order and counter are visible from here on */
+#ifdef BSK_HOPPER_PROF
+    if (p.prep_prof && blockIdx.x == 0 && threadIdx.x == 0) p.prep_prof[PREP_T_MAIN_WAITED] = globaltimer_ns();
+#endif
     const int l2h = p.l2hint | (CF::CAN_SPLIT && p.l2hint_auto && *(volatile unsigned *)(p.counter + 4) == 0u &&
                                         *(volatile unsigned *)(p.counter + 5) != 0u
                                     ? 3

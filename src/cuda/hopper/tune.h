@@ -54,6 +54,9 @@ struct bsk_hopper_tune_s {
                              the discovered map (bench/l2_partition_probe.sh's ncu table; tests)            */
     void *prof_buf;   /* device buffer of 16 x grid unsigned long long cycle counters, read by kernels built
                          with -DBSK_HOPPER_PROF (bench/hopper_probe.c --prof); NULL otherwise                 */
+    void *prep_prof_buf; /* device buffer of 16 unsigned long long or NULL: in -DBSK_HOPPER_PROF builds the prep
+                            kernel's phase ends and the main kernel's entry / end of its wait, in %globaltimer ns
+                            (PREP_T_*, spmm_kernel.cuh; bench/hopper_probe.c --prepprof)                       */
     int part_tg;    /* N tiles per tile group inside each L2-partition queue (0: the default — 1 on the b64
                        64 x 512 tile, op N (B64_SKEW_RULE), else half the N tiles; -1, or >= the N tiles: half
                        the N tiles, one group per partition, as sessions 8-21). Partition 0 takes the first
