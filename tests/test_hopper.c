@@ -1298,6 +1298,61 @@ BSK_TEST(gpu_hopper_spmm_pair_match)
         free(set);
         bsk_bsr_free(&A);
     }
+    /* through the pattern cache (op N, the pair forced by b64_mode): the key holds the mode, so a list built in one mode
+       is not reused by a call asking another (cases 0-3, modes 2, 2, 1, 2: built, reused, built, reused); with no knob
+       a cached pattern past the full matching's work limit (1024 x 96) gets the windowed one (4); lists rebuilt on every
+       call get it from tune.window_min_flop (set low here): the cache off (5), and on but inside a capture, the list
+       built in the graph (6) */
+    {
+        cudaStream_t cst;
+        REQUIRE(cudaStreamCreateWithFlags(&cst, cudaStreamNonBlocking) == cudaSuccess);
+        bsk_bsr W = {0}, dW = {0};
+        for (int q = 0; q < 7; q++) {
+            const int big = q >= 4, knob = q < 4 ? (q == 2 ? 1 : 2) : 0, capture = q == 6;
+            const int units = big ? 1024 : 200, cols = big ? 96 : 100, want_pm = knob == 1 ? 1 : 2;
+            const int want_prep = q == 0 || q == 2 || q >= 4;
+            if (q == 0 || q == 4 || q == 6) REQUIRE_OK(bsk_set_pattern_cache(ctx, 1));
+            if (q == 5) REQUIRE_OK(bsk_set_pattern_cache(ctx, 0));
+            bsk__hopper_tune.pair_match = knob;
+            bsk__hopper_tune.window_min_flop = q >= 5 ? 1.0 : 0.0;
+            if (q == 0 || q == 4) {
+                W = spmm_random_bsr((int64_t)units * b, (int64_t)cols * b, b, big ? 0.05 : 0.1, BSK_PATTERN_UNIFORM,
+                                    BSK_F16);
+                REQUIRE_OK(bsk_bsr_clone(&W, BSK_MEM_DEVICE, &dW));
+            }
+            uint8_t *set = (uint8_t *)calloc((size_t)units * cols, 1);
+            for (int64_t i = 0; i < bsk_bsr_mb(&W); i++)
+                for (int32_t k = W.row_ptr[i]; k < W.row_ptr[i + 1]; k++) set[(size_t)i * cols + W.col_idx[k]] = 1;
+            const int U = (units + 1) / 2;
+            int *ref = (int *)malloc((size_t)U * 2 * sizeof(int)), *got = (int *)malloc((size_t)U * 2 * sizeof(int));
+            pair_match_ref(set, units, cols, want_pm == 2 ? 16 : 0, ref);
+            REQUIRE(cudaMemset(d_pr, 0xff, 1024 * sizeof(int2)) == cudaSuccess);
+            if (capture) REQUIRE_OK(bsk_set_stream(ctx, cst));
+            spmm_gpu_cached_case(t, ctx, BSK_OP_N, &W, &dW, 64, 1.0f, 0.0f, "hopper-wgmma-b64p", &bsk__hopper_tune.out_prep,
+                                 want_prep, capture ? cst : NULL);
+            if (capture) REQUIRE_OK(bsk_set_stream(ctx, NULL));
+            REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+            REQUIRE(cudaMemcpy(got, d_pr, (size_t)U * sizeof(int2), cudaMemcpyDeviceToHost) == cudaSuccess);
+            int bad = 0;
+            for (int i = 0; i < 2 * U; i++) bad += got[i] != ref[i];
+            if (bad || bsk__hopper_tune.out_pair_match != want_pm) {
+                t->failed++;
+                fprintf(stderr, "  cache case %d: pair matching %d (want %d), %d pair entries differ from the host's\n", q,
+                        bsk__hopper_tune.out_pair_match, want_pm, bad);
+            }
+            free(ref);
+            free(got);
+            free(set);
+            if (q == 3 || q == 6) {
+                REQUIRE_OK(bsk_forget_patterns(ctx));
+                bsk_bsr_free(&dW);
+                bsk_bsr_free(&W);
+            }
+        }
+        REQUIRE_OK(bsk_set_pattern_cache(ctx, 0));
+        bsk__hopper_tune.window_min_flop = 0.0;
+        cudaStreamDestroy(cst);
+    }
     /* past the matcher's row limit (windowed asked, as the loop left it): adjacent rows, still right */
     bsk__hopper_tune.pair_rows_out = NULL;
     bsk_bsr L = spmm_random_bsr(1030 * b - 3, 2 * b, b, 0.5, BSK_PATTERN_UNIFORM, BSK_F16);

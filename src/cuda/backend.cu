@@ -86,9 +86,10 @@ struct bsk_cuda_state *bsk_cuda_state_get(bsk_context *ctx)
     st->smem_optin = p.sharedMemPerBlockOptin;
     int clk_khz = 0, bus_bits = 0; /* double data rate: 2 transfers per clock */
     if (cudaDeviceGetAttribute(&clk_khz, cudaDevAttrMemoryClockRate, st->device) == cudaSuccess &&
-        cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, st->device) == cudaSuccess)
-        st->dram_gbs = (int)(2.0 * clk_khz * 1e3 * (bus_bits / 8) / 1e9);
-    else
+        cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, st->device) == cudaSuccess) {
+        const double gbs = 2.0 * clk_khz * 1e3 * (bus_bits / 8) / 1e9;
+        st->dram_gbs = gbs > 0 && gbs < 1e6 ? (int)gbs : 0; /* an absurd report: unknown */
+    } else
         (void)cudaGetLastError();
     ctx->cuda = st;
     return st;

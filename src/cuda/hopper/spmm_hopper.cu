@@ -106,15 +106,18 @@ static const int PAIR_MATCH_UNCACHED_DEFAULT = 2;
 static const double PAIR_WINDOW_MIN_FLOP = 2e11;
 /* The matching mode asked for the paired tiles' rows (0 adjacent, 1 full, 2 windowed; tune.pair_match forces one) for a
    work list kept in the pattern cache (cached: the cache on and not inside a capture) or rebuilt on every call, for the
-   product of A (op N or T) with n columns of B. The launcher knows which from the cache's answer, the dispatcher asks
-   the stream; both check the matcher's limits (match_fits). */
-static int pair_match_asked(int cached, const bsk_bsr *A, int64_t n)
+   product of A (op N or T: units x cols blocks) with n columns of B. A cached list past the full matching's work
+   limit gets the windowed one (a review, session 25: else turning the cache on paired such shapes worse than off).
+   The launcher knows which from the cache's answer, the dispatcher asks the stream; both check the matcher's limits
+   (match_fits). */
+static int pair_match_asked(int cached, const bsk_bsr *A, int64_t n, int64_t units, int64_t cols)
 {
     const int k = bsk__hopper_tune.pair_match;
     if (k) return k > 0 ? k : 0;
-    if (cached) return PAIR_MATCH_DEFAULT;
+    if (cached) return PAIR_MATCH_DEFAULT == 1 && !match_fits(1, units, cols) ? 2 : PAIR_MATCH_DEFAULT;
     const double flop = 2.0 * (double)A->nnzb * A->block_rows * A->block_cols * (double)n;
-    return flop >= PAIR_WINDOW_MIN_FLOP ? PAIR_MATCH_UNCACHED_DEFAULT : 0;
+    const double min_flop = bsk__hopper_tune.window_min_flop > 0 ? bsk__hopper_tune.window_min_flop : PAIR_WINDOW_MIN_FLOP;
+    return flop >= min_flop ? PAIR_MATCH_UNCACHED_DEFAULT : 0;
 }
 
 typedef Cfg<128, 256, 4, false> Cfg128;        /* tile 128 x 256, 48 KB stages, direct epilogue                */
@@ -305,7 +308,7 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, cons
        knob asks for, or by default full matching where the work list is kept in the pattern cache: the one-CTA full
        matching costs ~30 us at 8192^3 and ~220 us at 32768 x 4096 (H100, session 24), so it pays only when built once
        for many calls. The key holds the mode of a cached list. */
-    const int pm_cached = CF::PAIR ? pair_match_asked(1, A, N) : 0;
+    const int pm_cached = CF::PAIR ? pair_match_asked(1, A, N, mb, nb) : 0;
     const int key_match = match_fits(pm_cached, mb, nb) ? pm_cached : 0;
     const int64_t lkey[BSK_DERIVED_KEY] = {2 /* kind: b64 / b128 units */ | (CF::TRANS ? 16 : 0) | (CF::PAIR ? 32 : 0) |
                                                (cls << 6) | ((int64_t)long_len << 8) | ((int64_t)key_match << 40),
@@ -323,7 +326,7 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, cons
         return s;
     }
     /* inside a capture the list is rebuilt by every replay: the uncached default there */
-    const int pm_mode = CF::PAIR ? pair_match_asked(lists != NULL, A, N) : 0;
+    const int pm_mode = CF::PAIR ? pair_match_asked(lists != NULL, A, N, mb, nb) : 0;
     const int match = match_fits(pm_mode, mb, nb) ? pm_mode : 0;
     bsk__hopper_tune.out_pair_match = match;
     char *lb = lists ? (char *)lists : (char *)ws;
@@ -454,14 +457,14 @@ bsk_status bsk_hopper_spmm(bsk_context *ctx, bsk_op op, float alpha, const bsk_b
     /* the matching mode of the pair's rows (the launcher's rule: forced by the knob, or by default the cached mode
        where the pattern cache is on and not inside a capture, else the uncached one; within the matcher's limits) */
     const int64_t cols64 = op == BSK_OP_T ? bsk_bsr_mb(A) : bsk_bsr_nb(A);
-    int pm64 = b == 64 ? pair_match_asked(ctx->pattern_cache, A, C->cols) : 0;
+    int pm64 = b == 64 ? pair_match_asked(ctx->pattern_cache, A, C->cols, units64, cols64) : 0;
     if (match_fits(pm64, units64, cols64) && bsk__hopper_tune.pair_match == 0 && ctx->pattern_cache) {
         cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
         if (cudaStreamIsCapturing((cudaStream_t)ctx->stream, &cs) != cudaSuccess) {
             (void)cudaGetLastError(); /* not left for a later launch check */
-            pm64 = pair_match_asked(0, A, C->cols);
+            pm64 = pair_match_asked(0, A, C->cols, units64, cols64);
         } else if (cs != cudaStreamCaptureStatusNone)
-            pm64 = pair_match_asked(0, A, C->cols);
+            pm64 = pair_match_asked(0, A, C->cols, units64, cols64);
     }
     const int matched64 = pm64 == 1 && match_fits(pm64, units64, cols64); /* full matching: the lower density bound */
     const int dram64 = bsk__hopper_tune.dram_gbs > 0 ? bsk__hopper_tune.dram_gbs : st->dram_gbs;

@@ -83,6 +83,8 @@ struct bsk_hopper_tune_s {
                             two block rows there (tests)                                                        */
     int dram_gbs;   /* the DRAM bandwidth (GB/s) the b64 dispatch assumes: 0 the device's (tests set both sides of
                        B64_MATCHED_PAIR_MAX_DRAM_GBS)                                                          */
+    double window_min_flop; /* the flop on kept blocks from which lists rebuilt on every call get the windowed
+                               matching: 0 PAIR_WINDOW_MIN_FLOP (tests set it low)                          */
 };
 extern struct bsk_hopper_tune_s bsk__hopper_tune;
 /* Probe hook of src/cuda/l2_partition.cu (tests, bench/hopper_probe.c): runs the L2-partition map discovery to
