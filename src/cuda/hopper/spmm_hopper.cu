@@ -454,26 +454,26 @@ bsk_status bsk_hopper_spmm(bsk_context *ctx, bsk_op op, float alpha, const bsk_b
     const double dens64 = (double)A->nnzb / ((double)bsk_bsr_mb(A) * (double)bsk_bsr_nb(A));
     const int grid64 = bsk__hopper_tune.max_ctas > 0 && bsk__hopper_tune.max_ctas < st->sms ? bsk__hopper_tune.max_ctas
                                                                                             : st->sms;
-    /* the matching mode of the pair's rows (the launcher's rule: forced by the knob, or by default the cached mode
-       where the pattern cache is on and not inside a capture, else the uncached one; within the matcher's limits) */
+    /* the lower density bound for the pair: its rows fully matched (the launcher's rule: forced by the knob, or by
+       default where the pattern cache is on and not inside a capture; within the matcher's limits) on a device whose
+       DRAM is slower than B64_MATCHED_PAIR_MAX_DRAM_GBS (the stream is asked only then) */
+    const int dram64 = bsk__hopper_tune.dram_gbs > 0 ? bsk__hopper_tune.dram_gbs : st->dram_gbs;
     const int64_t cols64 = op == BSK_OP_T ? bsk_bsr_mb(A) : bsk_bsr_nb(A);
-    int pm64 = b == 64 ? pair_match_asked(ctx->pattern_cache, A, C->cols, units64, cols64) : 0;
-    if (match_fits(pm64, units64, cols64) && bsk__hopper_tune.pair_match == 0 && ctx->pattern_cache) {
+    int matched64 = b == 64 && dram64 > 0 && dram64 < B64_MATCHED_PAIR_MAX_DRAM_GBS &&
+                    pair_match_asked(ctx->pattern_cache, A, C->cols, units64, cols64) == 1 &&
+                    match_fits(1, units64, cols64);
+    if (matched64 && bsk__hopper_tune.pair_match == 0) {
         cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
         if (cudaStreamIsCapturing((cudaStream_t)ctx->stream, &cs) != cudaSuccess) {
             (void)cudaGetLastError(); /* not left for a later launch check */
-            pm64 = pair_match_asked(0, A, C->cols, units64, cols64);
+            matched64 = 0;
         } else if (cs != cudaStreamCaptureStatusNone)
-            pm64 = pair_match_asked(0, A, C->cols, units64, cols64);
+            matched64 = 0;
     }
-    const int matched64 = pm64 == 1 && match_fits(pm64, units64, cols64); /* full matching: the lower density bound */
-    const int dram64 = bsk__hopper_tune.dram_gbs > 0 ? bsk__hopper_tune.dram_gbs : st->dram_gbs;
     const int wide64 = bsk__hopper_tune.b64_wgn == 256 ||
                        (bsk__hopper_tune.b64_wgn == 0 && bsk__hopper_tune.b64_mode == 0 && B64_WIDE_DEFAULT && tma_epi &&
                         bsk__hopper_tune.slot_epi >= 0 && C->cols >= 512 &&
-                        dens64 < (matched64 && dram64 > 0 && dram64 < B64_MATCHED_PAIR_MAX_DRAM_GBS
-                                      ? B64_WIDE_MAX_DENSITY_MATCHED
-                                      : B64_WIDE_MAX_DENSITY) &&
+                        dens64 < (matched64 ? B64_WIDE_MAX_DENSITY_MATCHED : B64_WIDE_MAX_DENSITY) &&
                         units64 * ((C->cols + 511) / 512) >= 2 * (int64_t)grid64);
     /* the slot epilogue (also for a forced 64 x 512 tile) only where its TMA store applies */
     const int slot64 = wide64 && tma_epi && bsk__hopper_tune.slot_epi >= 0;
