@@ -163,11 +163,9 @@ int main(int argc, char **argv)
     if (ITERS < 1 || ITERS > 256) ITERS = 20;
     bsk_device_info info;
     CS(bsk_device_query(&info));
-    int mclk = 0, mbus = 0; /* the DRAM bandwidth the b64 dispatch reads (session 25) */
-    (void)cudaDeviceGetAttribute(&mclk, cudaDevAttrMemoryClockRate, 0);
-    (void)cudaDeviceGetAttribute(&mbus, cudaDevAttrGlobalMemoryBusWidth, 0);
-    printf("device: %s, cc %d.%d, %d SMs, L2 %lld MB, DRAM %.0f GB/s, driver %d, runtime %d\n", info.name, info.cc_major,
-           info.cc_minor, info.multiprocessors, (long long)(info.l2_bytes >> 20), 2.0 * mclk * 1e3 * (mbus / 8) / 1e9,
+    /* DRAM: the figure the b64 dispatch reads (session 25) */
+    printf("device: %s, cc %d.%d, %d SMs, L2 %lld MB, DRAM %d GB/s, driver %d, runtime %d\n", info.name, info.cc_major,
+           info.cc_minor, info.multiprocessors, (long long)(info.l2_bytes >> 20), bsk__cuda_dram_gbs(0),
            info.driver_version, info.runtime_version);
     printf("size M=N=K=%lld, median of %d, L2 flushed (256 MB memset) before each timed call\n", (long long)M_, ITERS);
     cublasHandle_t h;

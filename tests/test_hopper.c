@@ -1200,6 +1200,17 @@ static void pair_match_ref(const uint8_t *set, int units, int cols, int window, 
     free(best);
 }
 
+/* The units' column sets of a host pattern for pair_match_ref (op N: block rows x block columns; op T: transposed),
+   units x cols bytes (calloc'd, 1 = member). */
+static uint8_t *pair_unit_sets(const bsk_bsr *A, bsk_op op, int units, int cols)
+{
+    uint8_t *set = (uint8_t *)calloc((size_t)units * cols, 1);
+    for (int64_t i = 0; set && i < bsk_bsr_mb(A); i++)
+        for (int32_t k = A->row_ptr[i]; k < A->row_ptr[i + 1]; k++)
+            set[op == BSK_OP_N ? (size_t)i * cols + A->col_idx[k] : (size_t)A->col_idx[k] * cols + i] = 1;
+    return set;
+}
+
 /* Paired b64 tiles with the rows matched by the prep kernel, full (pair_match 1) and windowed (2), op N and op T: the
    pairs it made (tune.pair_rows_out) equal the host reference's in that mode, on a planted pattern (units 2p and a
    random partner, within 11 units, hold the same four columns of their own: the reference must find exactly those
@@ -1207,8 +1218,9 @@ static void pair_match_ref(const uint8_t *set, int units, int cols, int window, 
    units x 100 columns and 1024 x 64 (masks of 4 and 2 words, every thread of the prep kernel busy: the matcher's
    limits); 1024 x 96 (3 words) is past the full matching's work limit (rows^2 x words = 3 x 2^20 > 2^21) but within the
    windowed one's: adjacent rows in mode 1, matched in mode 2. Results against the float64 reference (alpha / beta
-   random, fp16 / bf16 / fp32 C). Past the matcher's row limit (1030 units) the launcher keeps adjacent rows. The
-   default dispatch: with the pattern cache on the matched pair from d 0.2, off the 64 x 512 tile below d 0.375. */
+   random, fp16 / bf16 / fp32 C). The mode through the pattern cache and inside a capture (below). Past the matcher's
+   row limit (1030 units) the launcher keeps adjacent rows. The default dispatch: with the pattern cache on and DRAM
+   below 4 TB/s the matched pair from d 0.2, else the 64 x 512 tile below d 0.375. */
 BSK_TEST(gpu_hopper_spmm_pair_match)
 {
     bsk_context *ctx = NULL;
@@ -1258,10 +1270,7 @@ BSK_TEST(gpu_hopper_spmm_pair_match)
             A = spmm_random_bsr(M, K, b, kind == 1 ? 0.3 : kind == 2 ? 0.25 : kind == 5 ? 0.05 : 0.1,
                                 kind == 2 ? BSK_PATTERN_SKEWED : BSK_PATTERN_UNIFORM, v & 2 ? BSK_BF16 : BSK_F16);
         }
-        uint8_t *set = (uint8_t *)calloc((size_t)units * cols, 1);
-        for (int64_t i = 0; i < bsk_bsr_mb(&A); i++)
-            for (int32_t k = A.row_ptr[i]; k < A.row_ptr[i + 1]; k++)
-                set[op == BSK_OP_N ? (size_t)i * cols + A.col_idx[k] : (size_t)A.col_idx[k] * cols + i] = 1;
+        uint8_t *set = pair_unit_sets(&A, op, units, cols);
         const int U = (units + 1) / 2;
         int *ref = (int *)malloc((size_t)U * 2 * sizeof(int)), *got = (int *)malloc((size_t)U * 2 * sizeof(int));
         if (pm_want) pair_match_ref(set, units, cols, mode == 2 ? 16 : 0, ref);
@@ -1320,9 +1329,7 @@ BSK_TEST(gpu_hopper_spmm_pair_match)
                                     BSK_F16);
                 REQUIRE_OK(bsk_bsr_clone(&W, BSK_MEM_DEVICE, &dW));
             }
-            uint8_t *set = (uint8_t *)calloc((size_t)units * cols, 1);
-            for (int64_t i = 0; i < bsk_bsr_mb(&W); i++)
-                for (int32_t k = W.row_ptr[i]; k < W.row_ptr[i + 1]; k++) set[(size_t)i * cols + W.col_idx[k]] = 1;
+            uint8_t *set = pair_unit_sets(&W, BSK_OP_N, units, cols);
             const int U = (units + 1) / 2;
             int *ref = (int *)malloc((size_t)U * 2 * sizeof(int)), *got = (int *)malloc((size_t)U * 2 * sizeof(int));
             pair_match_ref(set, units, cols, want_pm == 2 ? 16 : 0, ref);

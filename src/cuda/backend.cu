@@ -70,6 +70,20 @@ extern "C" bsk_status bsk_cuda_stream_switch(bsk_context *ctx, void *next)
     return bsk_cuda_status(e);
 }
 
+/* Peak DRAM bandwidth from the memory clock and bus width (double data rate: 2 transfers per clock); 0 when not
+   reported (or absurd). Read once per context (bsk_cuda_state.dram_gbs); the probe prints it (tune.h). */
+extern "C" int bsk__cuda_dram_gbs(int device)
+{
+    int clk_khz = 0, bus_bits = 0;
+    if (cudaDeviceGetAttribute(&clk_khz, cudaDevAttrMemoryClockRate, device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, device) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    const double gbs = 2.0 * clk_khz * 1e3 * (bus_bits / 8) / 1e9;
+    return gbs > 0 && gbs < 1e6 ? (int)gbs : 0;
+}
+
 struct bsk_cuda_state *bsk_cuda_state_get(bsk_context *ctx)
 {
     if (ctx->cuda) return ctx->cuda;
@@ -84,13 +98,7 @@ struct bsk_cuda_state *bsk_cuda_state_get(bsk_context *ctx)
     st->cc_minor = p.minor;
     st->sms = p.multiProcessorCount;
     st->smem_optin = p.sharedMemPerBlockOptin;
-    int clk_khz = 0, bus_bits = 0; /* double data rate: 2 transfers per clock */
-    if (cudaDeviceGetAttribute(&clk_khz, cudaDevAttrMemoryClockRate, st->device) == cudaSuccess &&
-        cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, st->device) == cudaSuccess) {
-        const double gbs = 2.0 * clk_khz * 1e3 * (bus_bits / 8) / 1e9;
-        st->dram_gbs = gbs > 0 && gbs < 1e6 ? (int)gbs : 0; /* an absurd report: unknown */
-    } else
-        (void)cudaGetLastError();
+    st->dram_gbs = bsk__cuda_dram_gbs(st->device);
     ctx->cuda = st;
     return st;
 }

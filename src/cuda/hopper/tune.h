@@ -91,6 +91,8 @@ extern struct bsk_hopper_tune_s bsk__hopper_tune;
    completion (host-synchronous) and copies out the table (1025 bytes: smid -> 0 / 1, byte 1024 = valid), the
    per-block chase latencies (cycles per load) and SM ids; *n = the SM count. */
 bsk_status bsk__cuda_l2_partition_probe(bsk_context *ctx, unsigned char *table, float *lat, int *smid, int *n);
+/* The device's peak DRAM bandwidth in GB/s as the b64 dispatch reads it (src/cuda/backend.cu; 0: not reported). */
+int bsk__cuda_dram_gbs(int device);
 #ifdef __cplusplus
 }
 #endif
