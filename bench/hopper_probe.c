@@ -111,7 +111,7 @@ static void print_prof(spmm_arg *sa)
 int main(int argc, char **argv)
 {
     int b64tile = 0, b64sweep = 0, b64slot = 0, b64split = 0, quick = 0, variants = 0, cf32 = 0, ncu = 0, d1 = 0, ring4 = 0, bands = 0, prof = 0, prepprof = 0, skew = 0, tall = 0, fin = 0, mc = 0, hint = 0, partcheck = 0,
-        part = 0, pairmatch = 0,
+        part = 0, pairmatch = 0, shortk = 0,
         s7 = 0, fabric = 0, fabric2 = 0;
     const char *part_file = NULL;
     for (int i = 1; i < argc; i++) {
@@ -141,6 +141,8 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--pairmatch")) b64split = 12, pairmatch = 1; /* session 24: paired b64 tiles, matched rows */
         else if (!strcmp(argv[i], "--pairmatch2")) b64split = 12, pairmatch = 2; /* session 24: matched pair vs the default */
         else if (!strcmp(argv[i], "--pairmatch3")) b64split = 12, pairmatch = 3; /* session 25: windowed, uncached */
+        else if (!strcmp(argv[i], "--shortk")) shortk = 1; /* session 26: cuBLAS at M = N = size, K = d x size */
+        else if (!strcmp(argv[i], "--prepcost")) b64split = 13; /* session 26: lists cached vs rebuilt, PDL off */
         else if (!strcmp(argv[i], "--pairmatch4")) b64split = 12, pairmatch = 4; /* session 25: tile vs matched pair, d >= 0.3 */
         else if (!strcmp(argv[i], "--b64slot")) b64slot = 1; /* session 20: 64 x 512 with C staged in the last slot */
         else if (!strcmp(argv[i], "--tgskew")) b64split = 4; /* session 21: tile groups on skewed rows */
@@ -260,6 +262,17 @@ int main(int argc, char **argv)
             printf("cuBLAS GemmEx fp16->fp32 dense: %.3f ms  %.1f TFLOPS\n", ms, dense_tf32);
         }
     }
+    /* --shortk (session 26): the dense GEMM with the K loop of a kept row, M = N = size, K = the mean kept width at
+       b 128 d 0.1 / 0.25 / 0.5 (and 1024): what cuBLAS itself reaches with that short a loop, against its size^3 */
+    for (int q = 0; shortk && q < 5; q++) {
+        static const double kd[5] = {0.10, 0.125, 0.25, 0.5, 1.0};
+        const int64_t k = (int64_t)(kd[q] * (double)K_ + 0.5);
+        probe_gemm_arg g = {h, M_, N_, k, CUDA_R_16F, CUDA_R_16F, dA, dB[0], dC};
+        double mn, ms = time_it(probe_run_gemm, &g, &mn);
+        const double tf = 2.0 * M_ * N_ * k / (ms * 1e-3) * 1e-12;
+        printf("shortk: cuBLAS fp16 %lldx%lldx%lld: %.4f ms (min %.4f) %.1f TFLOPS = %.3f of the size^3 dense\n",
+               (long long)M_, (long long)N_, (long long)k, ms, mn, tf, tf / dense_tf[0]);
+    }
 
     typedef struct {
         int b;
@@ -285,6 +298,7 @@ int main(int argc, char **argv)
         int pm;             /* tune.pair_match: 0 default, 1 matched rows, 2 matched within 16 rows, -1 adjacent rows */
         int opt;            /* 1: op T (Aᵀ·B; square shapes only) */
         int cache;          /* 1: the pattern cache on (timed calls reuse the work list: the main kernel alone) */
+        int direct;         /* tune.direct: 0 default, -1 off (the prep), 1 direct mode wherever it applies */
         int seed;           /* pattern seed (0: 1000 + the index of (b, d, pattern) in the default list, so
                                that variants of one case run on the same pattern) */
         int64_t m, n, k;    /* another shape than M_ = N_ = K_ (its own cuBLAS baseline) */
@@ -646,6 +660,20 @@ int main(int argc, char **argv)
             ADD(.b = 128, .d = 0.10, .skew = sk, .fab = 4, .tag = "fab B tile 0");
         }
     }
+    if (b64split == 13) { /* session 26 --prepcost: what the prep kernel costs a small call (use --size 2048): the same
+                             work list rebuilt by every call (prep + main kernel), cached (the main kernel alone), and
+                             rebuilt with PDL off; b 128 and the b 64 adjacent pair, A B C C B A per point */
+        /* run 1 (call 2): rebuilt / cached / rebuilt without PDL: the prep cost 10-19 %, PDL saved ~7 %. Run 2: direct
+           mode (no prep where every item has a CTA of its own) against the prep and the cached list */
+        static const char *tgc[3] = {"rebuilt (prep)", "cached", "direct"};
+        for (int bq = 0; bq < 2; bq++)
+            for (int di = 0; di < 3; di++)
+                for (int r = 0; r < 6; r++) {
+                    const int v = r < 3 ? r : 5 - r;
+                    ADD(.b = bq ? 64 : 128, .d = ds[di], .b64m = bq ? 2 : 0, .pm = bq ? -1 : 0, .cache = v == 1,
+                        .direct = v == 2 ? 1 : -1, .tag = tgc[v]);
+                }
+    }
     if (b64split == 12) { /* session 24: a pair's stage loads one B panel per column of its two rows' union; rows matched by
                              shared columns (the prep kernel's mutual-best rounds) make unions 7-10 % smaller at 8192^3 and
                              12-20 % at the MoE shape (CPU model, uniform). Predicted: the pair +5-8 % at 8192^3 d 0.25 /
@@ -878,6 +906,7 @@ int main(int argc, char **argv)
         bsk__hopper_tune.l2promo = c.promo;
         bsk__hopper_tune.fab = c.fab;
         bsk__hopper_tune.pair_match = c.pm;
+        bsk__hopper_tune.direct = c.direct;
         const int di_ = c.d == 0.10 ? 0 : c.d == 0.25 ? 1 : c.d == 0.50 ? 2 : 3;
         const uint64_t seed = c.seed ? (uint64_t)c.seed : (uint64_t)(1000 + (c.b == 64) * 6 + di_ * 2 + c.skew);
         bsk_dtype dt = c.bf ? BSK_BF16 : BSK_F16, ct = c.c32 ? BSK_F32 : dt;
@@ -933,11 +962,11 @@ int main(int argc, char **argv)
         if (c.m) snprintf(shape, sizeof shape, " %lldx%lldx%lld", (long long)M_, (long long)N_, (long long)K_);
         const int pmo = bsk__hopper_tune.out_pair_match;
         const char *pmt = pmo == 2 ? ", windowed" : pmo ? ", matched" : "";
-        snprintf(table[nt++], sizeof table[0], "%4d %5.2f %-7s %-4s %7lld %4lld %8.3f %8.3f %7.1f %6.3f %9.2e %-19s %s%s%s (grid %d, pf %d, split L %d, part %d%s)",
+        snprintf(table[nt++], sizeof table[0], "%4d %5.2f %-7s %-4s %7lld %4lld %8.3f %8.3f %7.1f %6.3f %9.2e %-19s %s%s%s (grid %d, pf %d, split L %d, part %d%s, prep %d)",
                  c.b, c.d, c.skew ? "skewed" : "uniform", c.bf ? "bf16" : "fp16", (long long)A.nnzb, (long long)st.row_max,
                  ms, mn, tf, tf / base, err, kern, c.tag, c.opt ? " op T" : "", shape,
                  c.maxc ? c.maxc : bsk__hopper_tune.out_max_grid, bsk__hopper_tune.out_pf, bsk__hopper_tune.out_split_len,
-                 bsk__hopper_tune.out_part, pmt);
+                 bsk__hopper_tune.out_part, pmt, bsk__hopper_tune.out_prep);
         printf("%s\n", table[nt - 1]);
         if (prof) print_prof(&sa);
         if (prepprof) print_prep_prof(&sa, c.cache);

@@ -1006,6 +1006,113 @@ static void cached_case(bsk_test_ctx *t, bsk_context *ctx, bsk_op op, const bsk_
     spmm_gpu_cached_case(t, ctx, op, A, dA, N, alpha, beta, want, &bsk__hopper_tune.out_prep, prep, capture);
 }
 
+/* The launcher's out_prep after the last call: 1 prep kernel, 0 cached list, 2 direct mode */
+static void expect_prep(bsk_test_ctx *t, int want, const char *what)
+{
+    if (bsk__hopper_tune.out_prep != want) {
+        t->failed++;
+        fprintf(stderr, "  %s: out_prep %d, want %d\n", what, bsk__hopper_tune.out_prep, want);
+    }
+}
+
+/* Direct mode (session 26): where every item has a CTA of its own, no row is split and the rows pair without matching,
+   a call with no cached list runs the main kernel alone, each CTA its own item with its lists read from the row pointer
+   (out_prep 2). b 64 (pairs: an odd row out, empty rows) and b 128, op N and T, against the float64 reference with
+   fp16 / bf16 / fp32 C, alpha and beta, tails, a skewed and an empty pattern; each once with direct mode off (the prep
+   ran: out_prep 1); the same bytes either way (the same lists in the same order per item); calls in a row with beta !=
+   0 (an item run twice would show); more items than CTAs (max_ctas 3) and a forced split keep the prep; a capture in a
+   fresh context (its zeroed queue cannot be created inside one: the prep is captured) and after an eager call there
+   (direct), replayed three times. */
+BSK_TEST(gpu_hopper_spmm_direct)
+{
+    bsk_context *ctx = NULL;
+    const char *why = hopper_skip_reason(&ctx);
+    if (why) SKIP(why);
+    struct bsk_hopper_tune_s saved = bsk__hopper_tune;
+    bsk_rng *r = bsk_test_rng();
+    for (int b = 64; b <= 128; b *= 2) {
+        const int64_t M = 5 * b - 7, K = 4 * b + 3, mb = (M + b - 1) / b, nb = (K + b - 1) / b;
+        bsk_dense D = bsk_test_dense(M, K, 0, BSK_F16, r);
+        uint8_t *mask = (uint8_t *)calloc((size_t)(mb * nb), 1);
+        REQUIRE(mask != NULL);
+        for (int64_t i = 0; i < mb; i++) /* row 1 empty, column 2 empty (op T: an empty unit) */
+            for (int64_t j = 0; j < nb; j++) mask[i * nb + j] = i != 1 && j != 2 && bsk_rng_uniform(r) < 0.6;
+        bsk_bsr A, Z;
+        REQUIRE_OK(bsk_bsr_from_mask(&D, b, b, mask, &A));
+        memset(mask, 0, (size_t)(mb * nb));
+        REQUIRE_OK(bsk_bsr_from_mask(&D, b, b, mask, &Z));
+        bsk_bsr S = spmm_random_bsr(9 * b + 5, 7 * b, b, 0.3, BSK_PATTERN_SKEWED, BSK_BF16);
+        const int64_t No = 136 + 8 * bsk_rng_int(r, 0, 30) + 1; /* an odd tail */
+        for (int v = 0; v < 2; v++) {
+            bsk__hopper_tune = saved;
+            bsk__hopper_tune.direct = v ? -1 : 0;
+            const int want = v ? 1 : 2;
+            for (int opi = 0; opi < 2; opi++) {
+                const bsk_op op = opi ? BSK_OP_T : BSK_OP_N;
+                run_device_case_op(t, ctx, op, &A, 264, 0, 0, BSK_F16, 0.75f, 0.0f, 1);
+                expect_prep(t, want, "A fp16");
+                run_device_case_op(t, ctx, op, &A, No, 8 - No % 8, 8 - No % 8, BSK_F32, 1.5f, -0.5f, 1);
+                expect_prep(t, want, "A fp32 beta, tail");
+                run_device_case_op(t, ctx, op, &S, 392, 0, 8, BSK_BF16, -1.0f, 0.0f, 1);
+                expect_prep(t, want, "skewed bf16");
+                /* an empty pattern: op T has no transpose index and leaves it to the portable path */
+                run_device_case_op(t, ctx, op, &Z, 264, 0, 0, BSK_F16, 1.0f, 0.25f, op == BSK_OP_N);
+            }
+        }
+        bsk__hopper_tune = saved;
+        /* the same bytes with and without the prep, and calls in a row with beta (the queue is the context's) */
+        spmm_gpu_knob_same(t, ctx, &A, 264, 0, 0, BSK_F32, 1.25f, &bsk__hopper_tune.direct, 0, -1, "hopper-wgmma");
+        spmm_gpu_knob_same(t, ctx, &S, 520, 0, 0, BSK_BF16, 0.5f, &bsk__hopper_tune.direct, 0, -1, "hopper-wgmma");
+        for (int rep = 0; rep < 4; rep++) {
+            run_device_case(t, ctx, &S, 264, 0, 0, BSK_F16, 1.0f, 0.5f, 1);
+            expect_prep(t, 2, "calls in a row");
+        }
+        /* where the rule does not hold, the prep runs: more items than CTAs; a split (b 128) */
+        bsk__hopper_tune.max_ctas = 3;
+        run_device_case(t, ctx, &S, 264, 0, 0, BSK_F16, 1.0f, 0.0f, 1);
+        expect_prep(t, 1, "3 CTAs");
+        bsk__hopper_tune = saved;
+        if (b == 128) {
+            bsk__hopper_tune.split = 2;
+            run_device_case(t, ctx, &S, 264, 0, 0, BSK_F16, 1.0f, 0.0f, 1);
+            expect_prep(t, 1, "split");
+            bsk__hopper_tune = saved;
+        }
+        /* captures: a fresh context has no queue yet and cannot create one inside a capture (the prep is captured);
+           after an eager call it has one (direct in the graph); each graph replayed three times, each replay checked */
+        {
+            bsk_context *c2 = NULL;
+            REQUIRE_OK(bsk_create(&c2, BSK_BACKEND_CUDA));
+            cudaStream_t st = NULL;
+            REQUIRE(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking) == cudaSuccess);
+            bsk_bsr dA;
+            REQUIRE_OK(bsk_bsr_clone(&A, BSK_MEM_DEVICE, &dA));
+            /* the workspace sized outside the capture first, as every captured call needs (direct off: no queue made) */
+            bsk__hopper_tune.direct = -1;
+            cached_case(t, c2, BSK_OP_N, &A, &dA, 264, 0.0f, 1, NULL);
+            bsk__hopper_tune = saved;
+            REQUIRE_OK(bsk_set_stream(c2, st));
+            cached_case(t, c2, BSK_OP_N, &A, &dA, 264, 0.5f, 1, st);
+            REQUIRE_OK(bsk_set_stream(c2, NULL));
+            cached_case(t, c2, BSK_OP_N, &A, &dA, 264, 0.0f, 2, NULL);
+            REQUIRE_OK(bsk_set_stream(c2, st));
+            cached_case(t, c2, BSK_OP_N, &A, &dA, 264, 0.5f, 2, st);
+            REQUIRE_OK(bsk_set_stream(c2, NULL));
+            bsk_bsr_free(&dA);
+            cudaStreamDestroy(st);
+            bsk_destroy(c2);
+        }
+        bsk_bsr_free(&S);
+        bsk_bsr_free(&A);
+        bsk_bsr_free(&Z);
+        free(mask);
+        bsk_test_dense_free(&D);
+    }
+    bsk__hopper_tune = saved;
+    bsk_destroy(ctx);
+}
+
+
 /* The pattern cache on the b64 / b128 path: the first call on a device pattern (per op and N-tile count) runs the
    prep kernel into the cache; later calls launch the main kernel alone — the queues left at zero by the previous
    launch's last CTA, the long-row split's counters by each row's last part — each against the reference: grids of
@@ -1021,6 +1128,7 @@ BSK_TEST(gpu_hopper_spmm_pattern_cache)
     const char *why = hopper_skip_reason(&ctx);
     if (why) SKIP(why);
     struct bsk_hopper_tune_s saved = bsk__hopper_tune;
+    bsk__hopper_tune.direct = -1; /* the calls with the cache off build their lists too (direct mode: its own test) */
     REQUIRE_OK(bsk_set_pattern_cache(ctx, 1));
     cudaStream_t st = NULL;
     REQUIRE(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking) == cudaSuccess);
@@ -1416,4 +1524,5 @@ BSK_TEST(gpu_hopper_spmm_partition_queues) { SKIP("built without CUDA"); }
 BSK_TEST(gpu_hopper_l2_partition_map) { SKIP("built without CUDA"); }
 BSK_TEST(gpu_hopper_spmm_pattern_cache) { SKIP("built without CUDA"); }
 BSK_TEST(gpu_hopper_spmm_pair_match) { SKIP("built without CUDA"); }
+BSK_TEST(gpu_hopper_spmm_direct) { SKIP("built without CUDA"); }
 #endif

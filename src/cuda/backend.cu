@@ -119,11 +119,16 @@ bsk_status bsk_cuda_workspace(bsk_context *ctx, size_t bytes, void **ptr)
     return BSK_SUCCESS;
 }
 
-bsk_status bsk_cuda_attn_queue(bsk_context *ctx, unsigned **ptr)
+bsk_status bsk_cuda_queue(bsk_context *ctx, int slot, unsigned **ptr)
 {
     struct bsk_cuda_state *st = bsk_cuda_state_get(ctx);
     if (!st) return BSK_ERR_OUT_OF_MEMORY;
-    if (!st->attn_queue) {
+    if (!st->queues) {
+        cudaStreamCaptureStatus cap;
+        if (cudaStreamIsCapturing((cudaStream_t)ctx->stream, &cap) != cudaSuccess || cap != cudaStreamCaptureStatusNone) {
+            (void)cudaGetLastError();
+            return BSK_ERR_UNSUPPORTED;
+        }
         void *p = NULL;
         bsk_status s = bsk_cuda_status(cudaMallocAsync(&p, 256, (cudaStream_t)ctx->stream));
         if (s) return s;
@@ -131,9 +136,9 @@ bsk_status bsk_cuda_attn_queue(bsk_context *ctx, unsigned **ptr)
             (void)cudaFreeAsync(p, (cudaStream_t)ctx->stream);
             return s;
         }
-        st->attn_queue = (unsigned *)p;
+        st->queues = (unsigned *)p;
     }
-    *ptr = st->attn_queue;
+    *ptr = st->queues + slot;
     return BSK_SUCCESS;
 }
 
@@ -143,7 +148,7 @@ extern "C" void bsk_cuda_release(bsk_context *ctx)
     bsk_cuda_pattern_cache_release(ctx->cuda);
     bsk_cuda_l2_partitions_release(ctx->cuda);
     if (ctx->cuda->workspace) (void)cudaFree(ctx->cuda->workspace);
-    if (ctx->cuda->attn_queue) (void)cudaFree(ctx->cuda->attn_queue);
+    if (ctx->cuda->queues) (void)cudaFree(ctx->cuda->queues);
     free(ctx->cuda);
     ctx->cuda = NULL;
 }

@@ -50,7 +50,7 @@ struct bsk_cuda_state {
     size_t smem_optin;    /* max dynamic shared memory per block */
     void *workspace;
     size_t workspace_bytes;
-    unsigned *attn_queue; /* the Hopper attention's work queue (2 words, zero between launches; attention_hopper.cu) */
+    unsigned *queues;     /* work queues kept at zero between launches (bsk_cuda_queue, BSK_QUEUE_*)           */
     struct bsk_tindex_entry tindex[BSK_TINDEX_SLOTS]; /* transpose-index LRU (pattern_cache.cu) */
     uint64_t tindex_clock;
     /* L2-partition map (l2_partition.cu): 0 not started, 1 running, 2 valid (l2p_dev holds it), 3 none */
@@ -63,9 +63,13 @@ struct bsk_cuda_state {
 struct bsk_cuda_state *bsk_cuda_state_get(bsk_context *ctx);
 /* Grow the context's workspace to at least `bytes` (stream-ordered free of the old one). */
 bsk_status bsk_cuda_workspace(bsk_context *ctx, size_t bytes, void **ptr);
-/* The Hopper attention's work queue: allocated and zeroed (stream-ordered) at the first call, then kept at zero
-   between launches by the kernel itself, so that no memset sits between the kernel and the one before it. */
-bsk_status bsk_cuda_attn_queue(bsk_context *ctx, unsigned **ptr);
+/* Work queues kept at zero between launches by the kernels themselves (each one's last CTA zeroes its words), so that
+   no memset sits between a kernel and the one before it, and an earlier kernel's writes to the workspace cannot reach
+   them: one 256-byte block per context, allocated and zeroed (stream-ordered) at the first call; each user has its own
+   eight words (slot: BSK_QUEUE_*). Not created inside a stream capture (the graph would own the memory): the call is then
+   BSK_ERR_UNSUPPORTED and the caller takes another path. */
+enum { BSK_QUEUE_ATTN = 0, BSK_QUEUE_SPMM_DIRECT = 8 };
+bsk_status bsk_cuda_queue(bsk_context *ctx, int slot, unsigned **ptr);
 
 /* ---- which SMs share an L2 partition (src/cuda/l2_partition.cu): a device table of 1025 bytes (smid ->
    0 / 1, byte 1024 = 1) once known, else NULL. The first call outside a stream capture starts the discovery

@@ -107,7 +107,7 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, cons
     /* the queue lives in its own buffer (zero between launches, reset by the kernel's last CTA), not in the
        workspace: a memset before the launch would stand between this kernel and the one before it (the gate),
        and an earlier kernel may write the workspace */
-    if ((s = bsk_cuda_attn_queue(ctx, &p.counter))) return s;
+    if ((s = bsk_cuda_queue(ctx, BSK_QUEUE_ATTN, &p.counter))) return s;
     const int cap = bsk__attn_variant == 6 ? 3 : st->sms;
     if (ctas > cap) ctas = cap;
     static int opted_in = 0; /* once per instantiation (one process, one device in practice) */

@@ -120,6 +120,15 @@ static int pair_match_asked(int cached, const bsk_bsr *A, int64_t n, int64_t uni
     return flop >= min_flop ? PAIR_MATCH_UNCACHED_DEFAULT : 0;
 }
 
+/* Direct mode (session 26): where every item has a CTA of its own (units x N tiles <= the grid), no row is split (L 0)
+   and the rows pair without matching, the order of the work list cannot matter, so a call without a cached list skips
+   the prep kernel: CTA i runs item i with its lists read from row_ptr (spmm_kernel.cuh, SpmmParams.direct). At 2048^3
+   the prep cost 10-19 % of the call even behind programmatic dependent launch (hopper_probe --prepcost, H200: list
+   rebuilt vs cached, b128 d 0.5 0.587 vs 0.645, b64 pair d 0.1 / 0.25 / 0.5 0.168 vs 0.193, 0.337 vs 0.379, 0.489 vs
+   0.528): the main kernel starts 3-5 us after the prep does, whatever the prep's own 2.4 us. With the pattern cache on
+   the list is built once as before (its later calls run the main kernel alone as well). */
+static const int DIRECT_DEFAULT = 1;
+
 typedef Cfg<128, 256, 4, false> Cfg128;        /* tile 128 x 256, 48 KB stages, direct epilogue                */
 typedef Cfg<128, 256, 3, true> Cfg128t;        /* the same, 3 stages + 64 KB staging for the TMA-store epilogue */
 typedef Cfg<128, 256, 4, true, 1, false, false, 2> Cfg128t4; /* 4 stages + 2 x 16 KB staging, two store rounds */
@@ -389,12 +398,44 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, cons
     bsk__hopper_tune.out_part = p.part ? (p.part_rows == 1 ? 2 : p.part_rows == 2 ? 3 : 1) : 0;
     p.fab = CF::CAN_SPLIT ? bsk__hopper_tune.fab : 0;
 
+    /* direct mode (DIRECT_DEFAULT; tune.direct -1 off, 1 on wherever it applies): one item per CTA, no split (none
+       asked, or none possible: a unit of a valid pattern holds at most nb blocks, and a malformed one only runs
+       unsplit), no matching, no list of the pattern cache's, nothing asked of the prep (long units, forced partition
+       queues, probes' marks) */
+    const int dk = bsk__hopper_tune.direct;
+    unsigned *dq = NULL; /* direct mode's queue: the context's, zero between launches (the main kernel's last CTA) */
+    const bool direct = dk >= 0 && (dk > 0 || DIRECT_DEFAULT) && CF::CLUSTER == 1 && !lists && mu * nt <= (int64_t)grid &&
+                        (L == 0 || 2 * L > nb) && match == 0 && long_len == 0 && !p.part_force && !p.prep_prof &&
+                        !bsk__hopper_tune.pair_rows_out && bsk_cuda_queue(ctx, BSK_QUEUE_SPMM_DIRECT, &dq) == BSK_SUCCESS;
+    p.direct = direct ? 1 : 0;
+    p.units_ptr = units_ptr;
+    p.mb = (int)mb;
+    p.nnzb = (int)A->nnzb;
+    p.units = (int)mu;
+    if (direct) {
+        p.sorted = NULL;
+        p.bandinfo = NULL;
+        p.pair_end = NULL;
+        p.pair_rows = NULL;
+        p.counter = dq;
+        p.part = NULL;
+        p.part_rows = 0;
+        p.part_long = 0;
+        p.tg = (int)nt;
+        grid = (int)(mu * nt); /* CTA i runs item i */
+        /* the hints' automatic rule needs the prep's flags; by the host's mean: short rows take both (the prep adds
+           "not skewed", which one item per CTA makes moot) */
+        if (p.l2hint_auto && CF::CAN_SPLIT && A->nnzb < 12 * mu) p.l2hint = 3;
+        p.l2hint_auto = 0;
+        bsk__hopper_tune.out_part = 0;
+    }
+
     if ((int64_t)grid > units_cap * nt * CF::CLUSTER) grid = (int)(units_cap * nt * CF::CLUSTER);
     grid = grid / CF::CLUSTER * CF::CLUSTER;
     if (grid < CF::CLUSTER) grid = CF::CLUSTER;
 
     int filled = built;
-    if (!built) {
+    if (!built && !direct) {
         spmm_prep_kernel<<<1, 1024, 0, stream>>>(units_ptr, units_idx, (int)mb, (int)nb, (int)A->nnzb,
                                                  CF::PAIR ? 1 : 0, match, (int)band, cls, (int)L, (int)parts_cap,
                                                  (int)nt, long_len, sorted, bandinfo, counter, p.split_ctr, pair_end,
@@ -409,7 +450,7 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, cons
     if (!s)
         s = bsk_hopper_launch(spmm_kernel<CF, DT>, grid, CF::THREADS, CF::SMEM, stream, !bsk__hopper_tune.no_pdl,
                               CF::CLUSTER, tmA, tmB, tmC, tmPA, tmPB, p);
-    bsk__hopper_tune.out_prep = !built;
+    bsk__hopper_tune.out_prep = direct ? 2 : !built;
     bsk_cuda_derived_done(ctx, lslot, filled);
     if (CF::TRANS) bsk_cuda_tindex_done(ctx, &ti);
     if (s) return s;

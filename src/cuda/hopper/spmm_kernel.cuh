@@ -54,6 +54,13 @@ struct SpmmParams {
     const int *pair_end;    /* PAIR: per rank, the second row's end                                   */
     const int2 *pair_rows;  /* PAIR: per unit, its two block rows (the second >= the block rows: none) */
     const int2 *bandinfo;   /* per rank: {first rank, units} of the band holding that rank            */
+    const int32_t *units_ptr; /* direct: the units' row pointer (op T: the transpose index's), read in place  */
+    int direct;             /* 1: no prep kernel and no work list (session 26; the launcher's rule: every item
+                               has a CTA of its own, no split, no matching): CTA i runs item i, in the unsorted
+                               order (unit = i % units, N tile = i / units), its lists read from units_ptr;
+                               sorted, pair_end, pair_rows and bandinfo are unused (NULL), counter is the
+                               context's zeroed queue (its words 1, 4, 5, 7 stay 0: the count is total_items) */
+    int mb, nnzb, units;    /* direct: block rows of the units (op T: A's block columns), A's blocks, the units  */
     unsigned *counter;      /* [0] work-queue head, [1] items, [2..3] partition queue heads, [4] skewed,
                                [5] short rows, [6] CTAs done, [7] long units (part_long): see spmm_prep_kernel */
     const int32_t *col_idx;
@@ -259,6 +266,25 @@ __host__ __device__ inline bool match_fits(int mode, long long rows, long long c
            (mode == 2 || rows * rows * w <= MATCH_MAX_WORK);
 }
 
+/* row_ptr[r] clamped to [0, nnzb]: a malformed row pointer never makes a list reach outside A's blocks */
+__device__ __forceinline__ int row_ptr_at(const int32_t *__restrict__ row_ptr, int r, int nnzb)
+{
+    return min(max(row_ptr[r], 0), nnzb);
+}
+/* A unit's lists from the row pointer, the one rule of the prep kernel and of the main kernel's direct mode: row r0
+   owns blocks [rs, re), row r1 (pairs; r1 >= mb: none) [rs2, re2), each end at least its start. Returns the blocks of
+   both. */
+__device__ __forceinline__ int unit_lists(const int32_t *__restrict__ row_ptr, int mb, int nnzb, int r0, int r1, int &rs,
+                                          int &re, int &rs2, int &re2)
+{
+    auto rp = [&](int r) -> int { return row_ptr_at(row_ptr, r, nnzb); };
+    rs = rp(r0);
+    re = max(rp(r0 + 1), rs);
+    rs2 = r1 < mb ? rp(r1) : re;
+    re2 = r1 < mb ? max(rp(r1 + 1), rs2) : rs2;
+    return (re - rs) + (re2 - rs2);
+}
+
 __global__ void __launch_bounds__(1024, 1)
     spmm_prep_kernel(const int32_t *__restrict__ row_ptr, const int32_t *__restrict__ lists, int mb, int nb, int nnzb,
                      int pair, int match, int band_rows, int class_shift, int split_len, int parts_cap, int nt,
@@ -277,7 +303,7 @@ __global__ void __launch_bounds__(1024, 1)
     const int tid = threadIdx.x;
     const int mu = pair ? (mb + 1) >> 1 : mb;
     const bool matched = pair && match_fits(match, mb, nb);
-    auto rp = [&](int r) -> int { return min(max(row_ptr[r], 0), nnzb); };
+    auto rp = [&](int r) -> int { return row_ptr_at(row_ptr, r, nnzb); };
     if (matched) {
         const int W = (nb + 31) >> 5;
         int *partner = hist;                    /* reused: the sort below rewrites both */
@@ -364,11 +390,7 @@ __global__ void __launch_bounds__(1024, 1)
     /* unit i: clamped {start, end} of its (first) row, pairs also {start, end} of the second row; its length */
     auto unit = [&](int i, int &rs, int &re, int &rs2, int &re2) -> int {
         const int r0 = !pair ? i : matched ? s_pr[i].x : 2 * i, r1 = !pair ? mb : matched ? s_pr[i].y : 2 * i + 1;
-        rs = rp(r0);
-        re = max(rp(r0 + 1), rs);
-        rs2 = r1 < mb ? rp(r1) : re;
-        re2 = r1 < mb ? max(rp(r1 + 1), rs2) : rs2;
-        return (re - rs) + (re2 - rs2);
+        return unit_lists(row_ptr, mb, nnzb, r0, r1, rs, re, rs2, re2);
     };
     /* split: the parts of a row of len blocks (1: not split), and part q's offset in the row */
     int L = pair || parts_cap < 2 ? 0 : max(split_len, 0);
@@ -674,7 +696,7 @@ __global__ void __launch_bounds__(384, 1)
             uint32_t s = 0, ph = 0, ci = 0, cph = 0;
             /* items: split configurations read the prep's count (parts are units); the others' is the host's */
             const unsigned nt = (unsigned)p.nt,
-                           total = CF::CAN_SPLIT ? *(volatile unsigned *)(p.counter + 1) : p.total_items;
+                           total = CF::CAN_SPLIT && !p.direct ? *(volatile unsigned *)(p.counter + 1) : p.total_items;
             const int D = CF::TRANS ? 0 : p.pf; /* no L2 prefetch for op T (off by default anyway) */
             const uint64_t pol_a = l2_policy_evict_last(); /* used only with l2h & 1 */
             /* Items: CTA 0's lane 0 takes them from the queue (fetch, one item ahead); in a cluster it hands each
@@ -798,6 +820,7 @@ __global__ void __launch_bounds__(384, 1)
                 return u - nt * c0; /* w */
             };
             auto band_of = [&](unsigned t) -> int2 {
+                if (p.direct) return make_int2(0, p.units); /* one band: every unit, unsorted */
                 if (rows) {
                     unsigned g, u;
                     rows_split(t, g, u);
@@ -827,6 +850,14 @@ __global__ void __launch_bounds__(384, 1)
             auto entry_of = [&](unsigned t, int2 bi) -> Entry {
                 const unsigned k = rank_of(t, bi);
                 Entry r;
+                if (p.direct) { /* the prep's entry of unit k, from the row pointer (no split: code 0) */
+                    int rs, re, rs2, re2;
+                    unit_lists(p.units_ptr, p.mb, p.nnzb, CF::PAIR ? 2 * (int)k : (int)k,
+                               CF::PAIR ? 2 * (int)k + 1 : p.mb, rs, re, rs2, re2);
+                    r.e = make_int4((int)k, rs, re, CF::PAIR ? rs2 : 0);
+                    r.e2 = re2;
+                    return r;
+                }
                 r.e = p.sorted[k];
                 r.e2 = CF::PAIR ? p.pair_end[k] : 0;
                 return r;
@@ -1111,7 +1142,7 @@ __global__ void __launch_bounds__(384, 1)
             }
             const int unit = m.x, ntile = m.y * CF::CLUSTER + (int)rank, sp = m.z;
             /* PAIR: this consumer's block row (read now, used by the epilogue) */
-            const int prow = CF::PAIR ? (c == 0 ? p.pair_rows[unit].x : p.pair_rows[unit].y) : 0;
+            const int prow = !CF::PAIR ? 0 : p.direct ? 2 * unit + c : c == 0 ? p.pair_rows[unit].x : p.pair_rows[unit].y;
 #pragma unroll
             for (int i = 0; i < CF::WGN / 2; ++i) acc[i] = 0.0f;
 #pragma unroll

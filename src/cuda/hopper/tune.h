@@ -35,7 +35,8 @@ struct bsk_hopper_tune_s {
     int out_max_grid; /* written by the launcher: the persistent grid before capping by the item count        */
     int out_split_len; /* written by the launcher: the split length L it asked the prep kernel for (0: none)  */
     int out_pf;       /* written by the launcher: the prefetch lead in blocks it used (0: off)                 */
-    int out_prep;     /* written by the launcher: 1 the prep kernel ran, 0 the work list came from the pattern cache */
+    int out_prep;     /* written by the launcher: 1 the prep kernel ran, 0 the work list came from the pattern cache,
+                         2 direct mode (no prep, no list: one item per CTA) */
     int out_part;     /* written by the launcher: partition queues allowed with 1 tile groups (skewed rows only
                          unless forced), 2 row groups forced, 3 row groups on unskewed rows (0: none)      */
     int part_mode;        /* BM = 128 L2-partition queues, once the GPU's map is known: 0 default (tile groups
@@ -83,6 +84,8 @@ struct bsk_hopper_tune_s {
                             two block rows there (tests)                                                        */
     int dram_gbs;   /* the DRAM bandwidth (GB/s) the b64 dispatch assumes: 0 the device's (tests set both sides of
                        B64_MATCHED_PAIR_MAX_DRAM_GBS)                                                          */
+    int direct;     /* direct mode (no prep kernel where every item has a CTA of its own, no split, no matching, no
+                       cached list; session 26): 0 default (DIRECT_DEFAULT), -1 off, 1 on                             */
     double window_min_flop; /* the flop on kept blocks from which lists rebuilt on every call get the windowed
                                matching: 0 PAIR_WINDOW_MIN_FLOP (tests set it low)                          */
 };
