@@ -263,9 +263,10 @@ int main(int argc, char **argv)
         }
     }
     /* --shortk (session 26): the dense GEMM with the K loop of a kept row, M = N = size, K = the mean kept width at
-       b 128 d 0.1 / 0.25 / 0.5 (and 1024): what cuBLAS itself reaches with that short a loop, against its size^3 */
-    for (int q = 0; shortk && q < 5; q++) {
-        static const double kd[5] = {0.10, 0.125, 0.25, 0.5, 1.0};
+       b 128 d 0.1 / 0.25 / 0.5 in multiples of 64 (K 819 = 0.1 x 8192 ran at 0.15 of the size^3 rate: an unaligned K
+       leaves cuBLAS's fast kernels), what cuBLAS itself reaches with that short a loop, against its size^3 */
+    for (int q = 0; shortk && q < 6; q++) {
+        static const double kd[6] = {0.09375, 0.1015625, 0.125, 0.25, 0.5, 1.0};
         const int64_t k = (int64_t)(kd[q] * (double)K_ + 0.5);
         probe_gemm_arg g = {h, M_, N_, k, CUDA_R_16F, CUDA_R_16F, dA, dB[0], dC};
         double mn, ms = time_it(probe_run_gemm, &g, &mn);
