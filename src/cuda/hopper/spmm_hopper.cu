@@ -400,12 +400,12 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, cons
 
     /* direct mode (DIRECT_DEFAULT; tune.direct -1 off, 1 on wherever it applies): one item per CTA, no split (none
        asked, or none possible: a unit of a valid pattern holds at most nb blocks, and a malformed one only runs
-       unsplit), no matching, no list of the pattern cache's, nothing asked of the prep (long units, forced partition
-       queues, probes' marks) */
+       unsplit), no matching, no list of the pattern cache's, nothing asked of the prep (long units, partition queues
+       or row groups asked for by tune.part_mode, probes' marks) */
     const int dk = bsk__hopper_tune.direct;
     unsigned *dq = NULL; /* direct mode's queue: the context's, zero between launches (the main kernel's last CTA) */
     const bool direct = dk >= 0 && (dk > 0 || DIRECT_DEFAULT) && CF::CLUSTER == 1 && !lists && mu * nt <= (int64_t)grid &&
-                        (L == 0 || 2 * L > nb) && match == 0 && long_len == 0 && !p.part_force && !p.prep_prof &&
+                        (L == 0 || 2 * L > nb) && match == 0 && long_len == 0 && (pm <= 0 || pm == 3) && !p.prep_prof &&
                         !bsk__hopper_tune.pair_rows_out && bsk_cuda_queue(ctx, BSK_QUEUE_SPMM_DIRECT, &dq) == BSK_SUCCESS;
     p.direct = direct ? 1 : 0;
     p.units_ptr = units_ptr;
