@@ -143,6 +143,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--pairmatch3")) b64split = 12, pairmatch = 3; /* session 25: windowed, uncached */
         else if (!strcmp(argv[i], "--shortk")) shortk = 1; /* session 26: cuBLAS at M = N = size, K = d x size */
         else if (!strcmp(argv[i], "--prepcost")) b64split = 13; /* session 26: lists cached vs rebuilt, PDL off */
+        else if (!strcmp(argv[i], "--smallsplit")) b64split = 14; /* session 26: few-blocks split vs direct mode */
         else if (!strcmp(argv[i], "--pairmatch4")) b64split = 12, pairmatch = 4; /* session 25: tile vs matched pair, d >= 0.3 */
         else if (!strcmp(argv[i], "--b64slot")) b64slot = 1; /* session 20: 64 x 512 with C staged in the last slot */
         else if (!strcmp(argv[i], "--tgskew")) b64split = 4; /* session 21: tile groups on skewed rows */
@@ -673,6 +674,18 @@ int main(int argc, char **argv)
                     const int v = r < 3 ? r : 5 - r;
                     ADD(.b = bq ? 64 : 128, .d = ds[di], .b64m = bq ? 2 : 0, .pm = bq ? -1 : 0, .cache = v == 1,
                         .direct = v == 2 ? 1 : -1, .tag = tgc[v]);
+                }
+    }
+    if (b64split == 14) { /* session 26 --smallsplit (use --size 2048): b128 at d 0.1 / 0.25 keeps the prep kernel for the
+                             few-blocks split (session 17: 2048^3 skewed d 0.25 +10-12 % against no split, both with the
+                             prep); direct mode, which cannot split, saves 10-19 % of such a call. The default (prep, split
+                             L 8) against direct mode without the split, uniform and skewed, A B B A */
+        for (int sk = 0; sk < 2; sk++)
+            for (int di = 0; di < 2; di++)
+                for (int r = 0; r < 4; r++) {
+                    const int v = r == 1 || r == 2;
+                    ADD(.b = 128, .d = ds[di], .skew = sk, .split = v ? -1 : 0, .direct = v ? 1 : 0,
+                        .tag = v ? "direct, no split" : "default (prep, split)");
                 }
     }
     if (b64split == 12) { /* session 24: a pair's stage loads one B panel per column of its two rows' union; rows matched by

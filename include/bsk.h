@@ -179,7 +179,8 @@ BSK_API bsk_status bsk_synchronize(bsk_context *ctx);
 /* Pattern cache. The CUDA backend derives data from a BSR pattern (the transpose index Aᵀ·B walks; the row-group
    column lists of the b = 16 / 32 Hopper SpMM; the sorted work list of the b = 64 / 128 Hopper SpMM, per op and
    number of 256-column tiles; a few small kernels, no host synchronisation). By default it rebuilds that data on
-   every call, so a pattern may be rewritten or reallocated at will.
+   every call, so a pattern may be rewritten or reallocated at will (a b = 64 / 128 product small enough to give every
+   work item an SM of its own, with no row long enough to split, needs no work list and runs as one kernel anyway).
    bsk_set_pattern_cache(ctx, 1) keeps it per context instead, keyed by the pattern's row_ptr/col_idx addresses
    and sizes: faster for repeated calls on one pattern (a repeated Hopper SpMM is then one kernel: on an H200 at
    2048^3, b = 32 +13 to +21 %, b = 64 / 128 +6 to +14 %; at 8192^3 b = 128 d 0.1 +1.6 %). A cached b = 64 list also
