@@ -1020,7 +1020,8 @@ static void expect_prep(bsk_test_ctx *t, int want, const char *what)
    (out_prep 2). b 64 (pairs: an odd row out, empty rows) and b 128, op N and T, against the float64 reference with
    fp16 / bf16 / fp32 C, alpha and beta, tails, a skewed and an empty pattern; each once with direct mode off (the prep
    ran: out_prep 1); the same bytes either way (the same lists in the same order per item); calls in a row with beta !=
-   0 (an item run twice would show); more items than CTAs (max_ctas 3) and a forced split keep the prep; a capture in a
+   0 (an item run twice would show); more items than CTAs (max_ctas 3) and a forced split keep the prep; a full row among
+   short ones runs direct without the few-blocks split, and with the pattern cache on split as before; a capture in a
    fresh context (its zeroed queue cannot be created inside one: the prep is captured) and after an eager call there
    (direct), replayed three times. */
 BSK_TEST(gpu_hopper_spmm_direct)
@@ -1077,6 +1078,27 @@ BSK_TEST(gpu_hopper_spmm_direct)
             run_device_case(t, ctx, &S, 264, 0, 0, BSK_F16, 1.0f, 0.0f, 1);
             expect_prep(t, 1, "split");
             bsk__hopper_tune = saved;
+            /* 20 rows of ~2 blocks and one full row of 16 on 5 N tiles (100 items): by default direct, without the
+               few-blocks split; with the pattern cache on the split (and the prep) as before */
+            const int64_t fm = 20, fn = 16;
+            uint8_t *fmask = (uint8_t *)calloc((size_t)(fm * fn), 1);
+            REQUIRE(fmask != NULL);
+            for (int64_t i = 0; i < fm; i++)
+                for (int64_t j = 0; j < fn; j++) fmask[i * fn + j] = i == 3 || bsk_rng_uniform(r) < 0.12;
+            bsk_dense FD = bsk_test_dense(fm * b - 7, fn * b, 0, BSK_F16, r);
+            bsk_bsr F;
+            REQUIRE_OK(bsk_bsr_from_mask(&FD, b, b, fmask, &F));
+            run_device_case(t, ctx, &F, 1032, 0, 0, BSK_F16, 1.0f, 0.0f, 1);
+            expect_prep(t, 2, "full row, direct");
+            CHECK(bsk__hopper_tune.out_split_len == 0);
+            REQUIRE_OK(bsk_set_pattern_cache(ctx, 1));
+            run_device_case(t, ctx, &F, 1032, 0, 0, BSK_F16, 1.0f, 0.0f, 1);
+            expect_prep(t, 1, "full row, cache on");
+            CHECK(bsk__hopper_tune.out_split_len > 0);
+            REQUIRE_OK(bsk_set_pattern_cache(ctx, 0));
+            bsk_bsr_free(&F);
+            bsk_test_dense_free(&FD);
+            free(fmask);
         }
         /* captures: a fresh context has no queue yet and cannot create one inside a capture (the prep is captured);
            after an eager call it has one (direct in the graph); each graph replayed three times, each replay checked */

@@ -126,7 +126,10 @@ static int pair_match_asked(int cached, const bsk_bsr *A, int64_t n, int64_t uni
    the prep cost 10-19 % of the call even behind programmatic dependent launch (hopper_probe --prepcost, H200: list
    rebuilt vs cached, b128 d 0.5 0.587 vs 0.645, b64 pair d 0.1 / 0.25 / 0.5 0.168 vs 0.193, 0.337 vs 0.379, 0.489 vs
    0.528): the main kernel starts 3-5 us after the prep does, whatever the prep's own 2.4 us. With the pattern cache on
-   the list is built once as before (its later calls run the main kernel alone as well). */
+   the list is built once as before (its later calls run the main kernel alone as well). Such calls also leave out the
+   few-blocks split (SPLIT_FEW_DEFAULT), which needs the prep and paid less than it cost there (below, at the split).
+   Measured with the bench grid (407f229 vs session 25, same GPU type): 2048^3 b64 +20 / +16 / +13 %, skewed +8-13 %,
+   b128 d 0.5 +14 %; 8192^3 and 32768 x 4096 x 4096 within 1 %. */
 static const int DIRECT_DEFAULT = 1;
 
 typedef Cfg<128, 256, 4, false> Cfg128;        /* tile 128 x 256, 48 KB stages, direct epilogue                */
@@ -236,6 +239,16 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, cons
        slots (one fp32 tile per part and N tile) are bounded on the host by nnzb / L parts and the workspace budget
        (SPLIT_MB_DEFAULT, SPLIT_SKEW_MB for the long-row rule); the prep kernel doubles L if the pattern's parts do
        not fit. */
+    /* Direct mode (below) may run this call: the knobs allow it, no list will come from the pattern cache, and every
+       item has a CTA of its own. By default the few-blocks rule then stays out (session 26, hopper_probe --smallsplit:
+       2048^3 b128 direct without the split against the prep with L 8, uniform d 0.1 / 0.25 0.167 -> 0.222, 0.366 ->
+       0.455; skewed 0.140 -> 0.172, 0.218 -> 0.248 with a 15-block row of 16: a row's extra parts find few idle CTAs
+       when the items already fill the grid, and the prep costs more than they balance). */
+    const int pm = bsk__hopper_tune.part_mode;
+    const int dk = bsk__hopper_tune.direct;
+    const bool direct_ok = dk >= 0 && (dk > 0 || DIRECT_DEFAULT) && CF::CLUSTER == 1 && (pm <= 0 || pm == 3) &&
+                           !bsk__hopper_tune.prep_prof_buf && !bsk__hopper_tune.pair_rows_out;
+    const bool few_direct = direct_ok && !ctx->pattern_cache && mu * nt <= (int64_t)grid;
     int64_t L = 0, parts_cap = 0;
     bool skew_rule = false;
     /* the configuration the long-row rule and one tile per partition group were measured on (op N, slot tile) */
@@ -248,7 +261,7 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, cons
             const int64_t avg = (A->nnzb + mu - 1) / mu, want = (grid + mu * nt - 1) / (mu * nt);
             L = (avg + want - 1) / want;
             if (L < SPLIT_MIN_LEN) L = SPLIT_MIN_LEN;
-        } else if (autom && SPLIT_FEW_DEFAULT) {
+        } else if (autom && SPLIT_FEW_DEFAULT && !(ts == 0 && few_direct)) {
             const int64_t w = (A->nnzb * nt + grid - 1) / grid;
             L = 2 * w > SPLIT_FEW_MIN ? 2 * w : SPLIT_FEW_MIN;
             if (2 * L > nb) L = 0;
@@ -387,7 +400,6 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, cons
        decides; skewed rows keep the tile groups) with part_mode 4, or by default if ROW_GROUPS_DEFAULT; part_mode 3
        is session 8's default (tile groups on skewed rows, nothing else). Never with the long-row split (a row's
        parts must share one queue: the last part in the queue combines, waiting only for parts taken before it). */
-    const int pm = bsk__hopper_tune.part_mode;
     p.part_rows = L > 0 ? 0 : pm == 2 ? 1 : ((pm == 4 || (pm == 0 && ROW_GROUPS_DEFAULT)) && !CF::TRANS) ? 2 : 0;
     if (CF::CAN_SPLIT && (nt >= 2 || p.part_rows) && pm >= 0)
         p.part = bsk__hopper_tune.part_tab ? (const unsigned char *)bsk__hopper_tune.part_tab
@@ -402,11 +414,9 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, cons
        asked, or none possible: a unit of a valid pattern holds at most nb blocks, and a malformed one only runs
        unsplit), no matching, no list of the pattern cache's, nothing asked of the prep (long units, partition queues
        or row groups asked for by tune.part_mode, probes' marks) */
-    const int dk = bsk__hopper_tune.direct;
     unsigned *dq = NULL; /* direct mode's queue: the context's, zero between launches (the main kernel's last CTA) */
-    const bool direct = dk >= 0 && (dk > 0 || DIRECT_DEFAULT) && CF::CLUSTER == 1 && !lists && mu * nt <= (int64_t)grid &&
-                        (L == 0 || 2 * L > nb) && match == 0 && long_len == 0 && (pm <= 0 || pm == 3) && !p.prep_prof &&
-                        !bsk__hopper_tune.pair_rows_out && bsk_cuda_queue(ctx, BSK_QUEUE_SPMM_DIRECT, &dq) == BSK_SUCCESS;
+    const bool direct = direct_ok && !lists && mu * nt <= (int64_t)grid && (L == 0 || 2 * L > nb) && match == 0 &&
+                        long_len == 0 && bsk_cuda_queue(ctx, BSK_QUEUE_SPMM_DIRECT, &dq) == BSK_SUCCESS;
     p.direct = direct ? 1 : 0;
     p.units_ptr = units_ptr;
     p.mb = (int)mb;
