@@ -1089,8 +1089,10 @@ BSK_TEST(gpu_hopper_spmm_direct)
             bsk_bsr F;
             REQUIRE_OK(bsk_bsr_from_mask(&FD, b, b, fmask, &F));
             run_device_case(t, ctx, &F, 1032, 0, 0, BSK_F16, 1.0f, 0.0f, 1);
-            expect_prep(t, 2, "full row, direct");
-            CHECK(bsk__hopper_tune.out_split_len == 0);
+            if (bsk__hopper_tune.out_max_grid >= 100) { /* 100 items: direct only where each has an SM */
+                expect_prep(t, 2, "full row, direct");
+                CHECK(bsk__hopper_tune.out_split_len == 0);
+            }
             REQUIRE_OK(bsk_set_pattern_cache(ctx, 1));
             run_device_case(t, ctx, &F, 1032, 0, 0, BSK_F16, 1.0f, 0.0f, 1);
             expect_prep(t, 1, "full row, cache on");

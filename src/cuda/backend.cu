@@ -129,11 +129,17 @@ bsk_status bsk_cuda_queue(bsk_context *ctx, int slot, unsigned **ptr)
             (void)cudaGetLastError();
             return BSK_ERR_UNSUPPORTED;
         }
+        /* a failure is returned and cleared, so that a caller that takes another path does not meet it at its next
+           launch check */
         void *p = NULL;
         bsk_status s = bsk_cuda_status(cudaMallocAsync(&p, 256, (cudaStream_t)ctx->stream));
-        if (s) return s;
+        if (s) {
+            (void)cudaGetLastError();
+            return s;
+        }
         if ((s = bsk_cuda_status(cudaMemsetAsync(p, 0, 256, (cudaStream_t)ctx->stream)))) {
             (void)cudaFreeAsync(p, (cudaStream_t)ctx->stream);
+            (void)cudaGetLastError();
             return s;
         }
         st->queues = (unsigned *)p;
