@@ -144,6 +144,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--shortk")) shortk = 1; /* session 26: cuBLAS at M = N = size, K = d x size */
         else if (!strcmp(argv[i], "--prepcost")) b64split = 13; /* session 26: lists cached vs rebuilt, PDL off */
         else if (!strcmp(argv[i], "--smallsplit")) b64split = 14; /* session 26: few-blocks split vs direct mode */
+        else if (!strcmp(argv[i], "--directbig")) b64split = 15; /* session 26 (next): direct mode past one item per CTA */
         else if (!strcmp(argv[i], "--pairmatch4")) b64split = 12, pairmatch = 4; /* session 25: tile vs matched pair, d >= 0.3 */
         else if (!strcmp(argv[i], "--b64slot")) b64slot = 1; /* session 20: 64 x 512 with C staged in the last slot */
         else if (!strcmp(argv[i], "--tgskew")) b64split = 4; /* session 21: tile groups on skewed rows */
@@ -675,6 +676,24 @@ int main(int argc, char **argv)
                     ADD(.b = bq ? 64 : 128, .d = ds[di], .b64m = bq ? 2 : 0, .pm = bq ? -1 : 0, .cache = v == 1,
                         .direct = v == 2 ? 1 : -1, .tag = tgc[v]);
                 }
+    }
+    if (b64split == 15) { /* --directbig (prepared in session 26, not run yet): direct mode with more items than CTAs
+                             (tune.direct 2: no prep, items in unsorted tile-major order from the zeroed queue, no bands,
+                             no length order, no split) against the default, at the size given (--size 4096: 512 b128
+                             items; 8192) and the MoE shape, uniform and skewed, b 128 and the b64 pair, A B B A. Predicted:
+                             a gain at 4096^3 where A fits L2 and rows are uniform (the prep's ~3-5 us of ~50-150), a loss
+                             on skewed rows (no longest-first order) and at d 0.5 8192^3 (A 64 MB re-read per N tile) */
+        static const struct { int64_t m, n, k; } sh[2] = {{0, 0, 0}, {32768, 4096, 4096}};
+        for (int q = 0; q < 2; q++)
+            for (int bq = 0; bq < 2; bq++)
+                for (int sk = 0; sk < 2; sk++)
+                    for (int di = 0; di < 3; di += 2)
+                        for (int r = 0; r < 4; r++) {
+                            const int v = r == 1 || r == 2;
+                            ADD(.b = bq ? 64 : 128, .d = ds[di], .skew = sk, .m = sh[q].m, .n = sh[q].n, .k = sh[q].k,
+                                .b64m = bq ? 2 : 0, .pm = bq ? -1 : 0, .split = v ? -1 : 0, .direct = v ? 2 : 0,
+                                .tag = v ? "direct (any size)" : "default");
+                        }
     }
     if (b64split == 14) { /* session 26 --smallsplit (use --size 2048): b128 at d 0.1 / 0.25 keeps the prep kernel for the
                              few-blocks split (session 17: 2048^3 skewed d 0.25 +10-12 % against no split, both with the

@@ -1020,7 +1020,8 @@ static void expect_prep(bsk_test_ctx *t, int want, const char *what)
    (out_prep 2). b 64 (pairs: an odd row out, empty rows) and b 128, op N and T, against the float64 reference with
    fp16 / bf16 / fp32 C, alpha and beta, tails, a skewed and an empty pattern; each once with direct mode off (the prep
    ran: out_prep 1); the same bytes either way (the same lists in the same order per item); calls in a row with beta !=
-   0 (an item run twice would show); more items than CTAs (max_ctas 3) and a forced split keep the prep; a full row among
+   0 (an item run twice would show); more items than CTAs (max_ctas 3) and a forced split keep the prep (tune.direct 2:
+   direct on 3 CTAs, the queue reset between calls); a full row among
    short ones runs direct without the few-blocks split, and with the pattern cache on split as before; a capture in a
    fresh context (its zeroed queue cannot be created inside one: the prep is captured) and after an eager call there
    (direct), replayed three times. */
@@ -1072,6 +1073,15 @@ BSK_TEST(gpu_hopper_spmm_direct)
         bsk__hopper_tune.max_ctas = 3;
         run_device_case(t, ctx, &S, 264, 0, 0, BSK_F16, 1.0f, 0.0f, 1);
         expect_prep(t, 1, "3 CTAs");
+        /* ... unless tune.direct 2 asks for direct mode past one item per CTA (an experiment): the CTAs then take the
+           items after their first from the context's queue, which each call must leave at zero — calls in a row with
+           beta, op N and T (a queue left non-zero would skip items: their C stays beta x C) */
+        bsk__hopper_tune.direct = 2;
+        bsk__hopper_tune.split = -1;
+        for (int rep = 0; rep < 3; rep++) {
+            run_device_case_op(t, ctx, rep == 1 ? BSK_OP_T : BSK_OP_N, &S, 392, 0, 0, BSK_F32, 1.0f, 0.5f, 1);
+            expect_prep(t, 2, "direct 2 on 3 CTAs");
+        }
         bsk__hopper_tune = saved;
         if (b == 128) {
             bsk__hopper_tune.split = 2;

@@ -415,7 +415,7 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, cons
        unsplit), no matching, no list of the pattern cache's, nothing asked of the prep (long units, partition queues
        or row groups asked for by tune.part_mode, probes' marks) */
     unsigned *dq = NULL; /* direct mode's queue: the context's, zero between launches (the main kernel's last CTA) */
-    const bool direct = direct_ok && !lists && mu * nt <= (int64_t)grid && (L == 0 || 2 * L > nb) && match == 0 &&
+    const bool direct = direct_ok && !lists && (dk == 2 || mu * nt <= (int64_t)grid) && (L == 0 || 2 * L > nb) && match == 0 &&
                         long_len == 0 && bsk_cuda_queue(ctx, BSK_QUEUE_SPMM_DIRECT, &dq) == BSK_SUCCESS;
     p.direct = direct ? 1 : 0;
     p.units_ptr = units_ptr;
@@ -432,7 +432,7 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, cons
         p.part_rows = 0;
         p.part_long = 0;
         p.tg = (int)nt;
-        grid = (int)(mu * nt); /* CTA i runs item i */
+        if (mu * nt < (int64_t)grid) grid = (int)(mu * nt); /* CTA i runs item i (tune.direct 2: then queue tickets) */
         /* the hints' automatic rule needs the prep's flags; by the host's mean: short rows take both (the prep adds
            "not skewed", which one item per CTA makes moot) */
         if (p.l2hint_auto && CF::CAN_SPLIT && A->nnzb < 12 * mu) p.l2hint = 3;

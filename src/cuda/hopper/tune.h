@@ -85,7 +85,8 @@ struct bsk_hopper_tune_s {
     int dram_gbs;   /* the DRAM bandwidth (GB/s) the b64 dispatch assumes: 0 the device's (tests set both sides of
                        B64_MATCHED_PAIR_MAX_DRAM_GBS)                                                          */
     int direct;     /* direct mode (no prep kernel where every item has a CTA of its own, no split, no matching, no
-                       cached list; session 26): 0 default (DIRECT_DEFAULT), -1 off, 1 on                             */
+                       cached list; session 26): 0 default (DIRECT_DEFAULT), -1 off, 1 on, 2 also with more items than
+                       CTAs (an experiment: the items in unsorted, tile-major order from the queue, no bands)        */
     double window_min_flop; /* the flop on kept blocks from which lists rebuilt on every call get the windowed
                                matching: 0 PAIR_WINDOW_MIN_FLOP (tests set it low)                          */
 };
