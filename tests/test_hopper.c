@@ -1022,9 +1022,10 @@ static void expect_prep(bsk_test_ctx *t, int want, const char *what)
    ran: out_prep 1); the same bytes either way (the same lists in the same order per item); calls in a row with beta !=
    0 (an item run twice would show); more items than CTAs (max_ctas 3) and a forced split keep the prep (tune.direct 2:
    direct on 3 CTAs, the queue reset between calls); a full row among
-   short ones runs direct without the few-blocks split, and with the pattern cache on split as before; a capture in a
-   fresh context (its zeroed queue cannot be created inside one: the prep is captured) and after an eager call there
-   (direct), replayed three times. */
+   short ones runs direct without the few-blocks split, with the pattern cache on split as before, and with the cache
+   on inside a capture (no list cached there) direct again; a split length no row can reach (2L > the block columns)
+   is dropped (direct, out_split_len 0); a capture in a fresh context (its zeroed queue cannot be created inside one:
+   the prep is captured) and after an eager call there (direct), with the cache off and on, replayed three times. */
 BSK_TEST(gpu_hopper_spmm_direct)
 {
     bsk_context *ctx = NULL;
@@ -1062,9 +1063,14 @@ BSK_TEST(gpu_hopper_spmm_direct)
             }
         }
         bsk__hopper_tune = saved;
-        /* the same bytes with and without the prep, and calls in a row with beta (the queue is the context's) */
-        spmm_gpu_knob_same(t, ctx, &A, 264, 0, 0, BSK_F32, 1.25f, &bsk__hopper_tune.direct, 0, -1, "hopper-wgmma");
-        spmm_gpu_knob_same(t, ctx, &S, 520, 0, 0, BSK_BF16, 0.5f, &bsk__hopper_tune.direct, 0, -1, "hopper-wgmma");
+        /* the same bytes with and without the prep, and calls in a row with beta (the queue is the context's). The
+           helper's last call runs with its second value and leaves the knob at its first: direct mode off first, then
+           the default, whose call out_prep shows ran direct */
+        spmm_gpu_knob_same(t, ctx, &A, 264, 0, 0, BSK_F32, 1.25f, &bsk__hopper_tune.direct, -1, 0, "hopper-wgmma");
+        expect_prep(t, 2, "A, the same bytes");
+        spmm_gpu_knob_same(t, ctx, &S, 520, 0, 0, BSK_BF16, 0.5f, &bsk__hopper_tune.direct, -1, 0, "hopper-wgmma");
+        expect_prep(t, 2, "skewed, the same bytes");
+        bsk__hopper_tune.direct = saved.direct;
         for (int rep = 0; rep < 4; rep++) {
             run_device_case(t, ctx, &S, 264, 0, 0, BSK_F16, 1.0f, 0.5f, 1);
             expect_prep(t, 2, "calls in a row");
@@ -1104,13 +1110,35 @@ BSK_TEST(gpu_hopper_spmm_direct)
                 CHECK(bsk__hopper_tune.out_split_len == 0);
             }
             REQUIRE_OK(bsk_set_pattern_cache(ctx, 1));
+            const int all_sms = bsk__hopper_tune.out_max_grid >= 100;
             run_device_case(t, ctx, &F, 1032, 0, 0, BSK_F16, 1.0f, 0.0f, 1);
             expect_prep(t, 1, "full row, cache on");
             CHECK(bsk__hopper_tune.out_split_len > 0);
+            /* the cache on inside a capture, where it keeps no list: as with the cache off (direct, no split, where
+               each item has an SM; else the prep with the split), the workspace sized by the eager calls above */
+            {
+                cudaStream_t fs = NULL;
+                REQUIRE(cudaStreamCreateWithFlags(&fs, cudaStreamNonBlocking) == cudaSuccess);
+                bsk_bsr dF;
+                REQUIRE_OK(bsk_bsr_clone(&F, BSK_MEM_DEVICE, &dF));
+                REQUIRE_OK(bsk_set_stream(ctx, fs));
+                cached_case(t, ctx, BSK_OP_N, &F, &dF, 1032, 0.0f, all_sms ? 2 : 1, fs);
+                CHECK(all_sms ? bsk__hopper_tune.out_split_len == 0 : bsk__hopper_tune.out_split_len > 0);
+                REQUIRE_OK(bsk_set_stream(ctx, NULL));
+                bsk_bsr_free(&dF);
+                cudaStreamDestroy(fs);
+            }
             REQUIRE_OK(bsk_set_pattern_cache(ctx, 0));
             bsk_bsr_free(&F);
             bsk_test_dense_free(&FD);
             free(fmask);
+            /* 10 rows of 20 block columns on one N tile (10 items): the first rule's L (SPLIT_MIN_LEN 16, with room
+               for nnzb / 16 >= 2 parts) cannot split a row of at most 20 blocks: no split sized or reported, direct */
+            bsk_bsr W = spmm_random_bsr(10 * 128, 20 * 128, 128, 0.6, BSK_PATTERN_UNIFORM, BSK_F16);
+            run_device_case(t, ctx, &W, 256, 0, 0, BSK_F16, 1.0f, 0.0f, 1);
+            expect_prep(t, 2, "2L > nb, direct");
+            CHECK(bsk__hopper_tune.out_split_len == 0);
+            bsk_bsr_free(&W);
         }
         /* captures: a fresh context has no queue yet and cannot create one inside a capture (the prep is captured);
            after an eager call it has one (direct in the graph); each graph replayed three times, each replay checked */
@@ -1130,6 +1158,9 @@ BSK_TEST(gpu_hopper_spmm_direct)
             REQUIRE_OK(bsk_set_stream(c2, NULL));
             cached_case(t, c2, BSK_OP_N, &A, &dA, 264, 0.0f, 2, NULL);
             REQUIRE_OK(bsk_set_stream(c2, st));
+            cached_case(t, c2, BSK_OP_N, &A, &dA, 264, 0.5f, 2, st);
+            /* the pattern cache on: inside a capture it gives no list, so the captured call runs direct too */
+            REQUIRE_OK(bsk_set_pattern_cache(c2, 1));
             cached_case(t, c2, BSK_OP_N, &A, &dA, 264, 0.5f, 2, st);
             REQUIRE_OK(bsk_set_stream(c2, NULL));
             bsk_bsr_free(&dA);

@@ -126,8 +126,9 @@ static int pair_match_asked(int cached, const bsk_bsr *A, int64_t n, int64_t uni
    the prep cost 10-19 % of the call even behind programmatic dependent launch (hopper_probe --prepcost, H200: list
    rebuilt vs cached, b128 d 0.5 0.587 vs 0.645, b64 pair d 0.1 / 0.25 / 0.5 0.168 vs 0.193, 0.337 vs 0.379, 0.489 vs
    0.528): the main kernel starts 3-5 us after the prep does, whatever the prep's own 2.4 us. With the pattern cache on
-   the list is built once as before (its later calls run the main kernel alone as well). Such calls also leave out the
-   few-blocks split (SPLIT_FEW_DEFAULT), which needs the prep and paid less than it cost there (below, at the split).
+   the list is built once as before (its later calls run the main kernel alone as well); inside a capture the cache
+   keeps no list, so there the calls run direct. Such calls also leave out the few-blocks split (SPLIT_FEW_DEFAULT),
+   which needs the prep and paid less than it cost there (below, at the split).
    Measured with the bench grid (407f229 vs session 25, same GPU type): 2048^3 b64 +20 / +16 / +13 %, skewed +8-13 %,
    b128 d 0.5 +14 %; 8192^3 and 32768 x 4096 x 4096 within 1 %. */
 static const int DIRECT_DEFAULT = 1;
@@ -238,17 +239,38 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, cons
        otherwise the few-blocks-per-CTA rule above; otherwise, on the b64 64 x 512 tile, the long-row rule. The
        slots (one fp32 tile per part and N tile) are bounded on the host by nnzb / L parts and the workspace budget
        (SPLIT_MB_DEFAULT, SPLIT_SKEW_MB for the long-row rule); the prep kernel doubles L if the pattern's parts do
-       not fit. */
-    /* Direct mode (below) may run this call: the knobs allow it, no list will come from the pattern cache, and every
-       item has a CTA of its own. By default the few-blocks rule then stays out (session 26, hopper_probe --smallsplit:
-       2048^3 b128 direct without the split against the prep with L 8, uniform d 0.1 / 0.25 0.167 -> 0.222, 0.366 ->
-       0.455; skewed 0.140 -> 0.172, 0.218 -> 0.248 with a 15-block row of 16: a row's extra parts find few idle CTAs
-       when the items already fill the grid, and the prep costs more than they balance). */
+       not fit. A length whose 2L exceeds the block columns is dropped after the rules (below). */
+    /* Direct mode (below) may run this call: the knobs allow it (no long units either: tune.part_long, so long_len
+       stays 0), every item has a CTA of its own, its queue can be had, and no list will come from the pattern cache
+       (the cache off, or the stream capturing: bsk_cuda_derived_get then gives none) — the inputs direct mode itself
+       reads, so that the split is not left out for a call that then runs the prep anyway. By default the few-blocks
+       rule then stays out (session 26, hopper_probe --smallsplit: 2048^3 b128 direct without the split against the
+       prep with L 8, uniform d 0.1 / 0.25 0.167 -> 0.222, 0.366 -> 0.455; skewed 0.140 -> 0.172, 0.218 -> 0.248 with
+       a 15-block row of 16: a row's extra parts find few idle CTAs when the items already fill the grid, and the prep
+       costs more than they balance). */
     const int pm = bsk__hopper_tune.part_mode;
     const int dk = bsk__hopper_tune.direct;
     const bool direct_ok = dk >= 0 && (dk > 0 || DIRECT_DEFAULT) && CF::CLUSTER == 1 && (pm <= 0 || pm == 3) &&
-                           !bsk__hopper_tune.prep_prof_buf && !bsk__hopper_tune.pair_rows_out;
-    const bool few_direct = direct_ok && !ctx->pattern_cache && mu * nt <= (int64_t)grid;
+                           bsk__hopper_tune.part_long <= 0 && !bsk__hopper_tune.prep_prof_buf &&
+                           !bsk__hopper_tune.pair_rows_out;
+    /* direct mode's queue: the context's, zero between launches (the main kernel's last CTA); asked once, here, where
+       the items fit the grid (or tune.direct 2 asks for direct mode at any count), and NULL where direct mode cannot
+       run (a fresh context inside a capture cannot create it); the few-blocks rule reads it only for one item per CTA */
+    unsigned *dq = NULL;
+    bool few_direct = false;
+    if (direct_ok && (dk == 2 || mu * nt <= (int64_t)grid) &&
+        bsk_cuda_queue(ctx, BSK_QUEUE_SPMM_DIRECT, &dq) == BSK_SUCCESS && mu * nt <= (int64_t)grid) {
+        bool capturing = false;
+        if (ctx->pattern_cache) { /* a capture that cannot be told is taken as one (the cache's own rule) */
+            cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
+            if (cudaStreamIsCapturing(stream, &cap) != cudaSuccess) {
+                (void)cudaGetLastError(); /* not left for a later launch check */
+                cap = cudaStreamCaptureStatusActive;
+            }
+            capturing = cap != cudaStreamCaptureStatusNone;
+        }
+        few_direct = !ctx->pattern_cache || capturing;
+    }
     int64_t L = 0, parts_cap = 0;
     bool skew_rule = false;
     /* the configuration the long-row rule and one tile per partition group were measured on (op N, slot tile) */
@@ -283,6 +305,10 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, cons
             if (parts_cap < 2) L = parts_cap = 0;
         }
     }
+    /* a unit of a valid pattern holds at most nb blocks, so where none can hold 2L nothing splits (a malformed one
+       runs unsplit): no split slots sized (also inside a capture) nor a split length reported for nothing (the
+       first rule's SPLIT_MIN_LEN or a knob's L on few block columns) */
+    if (L > 0 && 2 * L > nb) L = parts_cap = 0;
     bsk__hopper_tune.out_split_len = (int)L;
     /* units after the split: each part beyond a row's first is >= L of its blocks */
     const int64_t units_cap = mu + (L > 0 ? A->nnzb / L : 0);
@@ -410,13 +436,11 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, cons
     bsk__hopper_tune.out_part = p.part ? (p.part_rows == 1 ? 2 : p.part_rows == 2 ? 3 : 1) : 0;
     p.fab = CF::CAN_SPLIT ? bsk__hopper_tune.fab : 0;
 
-    /* direct mode (DIRECT_DEFAULT; tune.direct -1 off, 1 on wherever it applies): one item per CTA, no split (none
-       asked, or none possible: a unit of a valid pattern holds at most nb blocks, and a malformed one only runs
-       unsplit), no matching, no list of the pattern cache's, nothing asked of the prep (long units, partition queues
-       or row groups asked for by tune.part_mode, probes' marks) */
-    unsigned *dq = NULL; /* direct mode's queue: the context's, zero between launches (the main kernel's last CTA) */
-    const bool direct = direct_ok && !lists && (dk == 2 || mu * nt <= (int64_t)grid) && (L == 0 || 2 * L > nb) && match == 0 &&
-                        long_len == 0 && bsk_cuda_queue(ctx, BSK_QUEUE_SPMM_DIRECT, &dq) == BSK_SUCCESS;
+    /* direct mode (DIRECT_DEFAULT; tune.direct -1 off, 1 on wherever it applies): one item per CTA with its queue
+       (dq: direct_ok and the item count, above), no split (none asked, or none possible: L is 0 where 2L > nb), no
+       matching, no list of the pattern cache's, nothing asked of the prep (long units, partition queues or row groups
+       asked for by tune.part_mode, probes' marks: direct_ok) */
+    const bool direct = dq != NULL && !lists && L == 0 && match == 0;
     p.direct = direct ? 1 : 0;
     p.units_ptr = units_ptr;
     p.mb = (int)mb;
