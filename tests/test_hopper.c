@@ -1015,6 +1015,23 @@ static void expect_prep(bsk_test_ctx *t, int want, const char *what)
     }
 }
 
+/* After a direct-mode call: its queue's eight words are zero again (the main kernel's last CTA reset them; a word left
+   non-zero would grow call by call) */
+static void expect_queue_zero(bsk_test_ctx *t, bsk_context *ctx, const char *what)
+{
+    unsigned q[8] = {1, 1, 1, 1, 1, 1, 1, 1};
+    const unsigned *dq = bsk__hopper_tune.out_queue;
+    CHECK(dq != NULL);
+    if (!dq) return;
+    CHECK_STATUS(bsk_synchronize(ctx), BSK_SUCCESS);
+    CHECK(cudaMemcpy(q, dq, sizeof q, cudaMemcpyDeviceToHost) == cudaSuccess);
+    for (int i = 0; i < 8; i++)
+        if (q[i]) {
+            t->failed++;
+            fprintf(stderr, "  %s: queue word %d = %u, want 0\n", what, i, q[i]);
+        }
+}
+
 /* Direct mode (session 26): where every item has a CTA of its own, no row is split and the rows pair without matching,
    a call with no cached list runs the main kernel alone, each CTA its own item with its lists read from the row pointer
    (out_prep 2). b 64 (pairs: an odd row out, empty rows) and b 128, op N and T, against the float64 reference with
@@ -1074,6 +1091,7 @@ BSK_TEST(gpu_hopper_spmm_direct)
         for (int rep = 0; rep < 4; rep++) {
             run_device_case(t, ctx, &S, 264, 0, 0, BSK_F16, 1.0f, 0.5f, 1);
             expect_prep(t, 2, "calls in a row");
+            expect_queue_zero(t, ctx, "calls in a row");
         }
         /* where the rule does not hold, the prep runs: more items than CTAs; a split (b 128) */
         bsk__hopper_tune.max_ctas = 3;
@@ -1087,6 +1105,7 @@ BSK_TEST(gpu_hopper_spmm_direct)
         for (int rep = 0; rep < 3; rep++) {
             run_device_case_op(t, ctx, rep == 1 ? BSK_OP_T : BSK_OP_N, &S, 392, 0, 0, BSK_F32, 1.0f, 0.5f, 1);
             expect_prep(t, 2, "direct 2 on 3 CTAs");
+            expect_queue_zero(t, ctx, "direct 2 on 3 CTAs");
         }
         bsk__hopper_tune = saved;
         if (b == 128) {

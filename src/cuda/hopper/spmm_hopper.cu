@@ -485,6 +485,7 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, cons
         s = bsk_hopper_launch(spmm_kernel<CF, DT>, grid, CF::THREADS, CF::SMEM, stream, !bsk__hopper_tune.no_pdl,
                               CF::CLUSTER, tmA, tmB, tmC, tmPA, tmPB, p);
     bsk__hopper_tune.out_prep = direct ? 2 : !built;
+    bsk__hopper_tune.out_queue = direct ? dq : NULL;
     bsk_cuda_derived_done(ctx, lslot, filled);
     if (CF::TRANS) bsk_cuda_tindex_done(ctx, &ti);
     if (s) return s;

@@ -84,6 +84,8 @@ struct bsk_hopper_tune_s {
                             two block rows there (tests)                                                        */
     int dram_gbs;   /* the DRAM bandwidth (GB/s) the b64 dispatch assumes: 0 the device's (tests set both sides of
                        B64_MATCHED_PAIR_MAX_DRAM_GBS)                                                          */
+    const unsigned *out_queue; /* written by the launcher: direct mode's queue (8 words of the context's zeroed block,
+                                  zero again after each call) or NULL; the test reads it back */
     int direct;     /* direct mode (no prep kernel where every item has a CTA of its own, no split, no matching, no
                        cached list; session 26): 0 default (DIRECT_DEFAULT), -1 off, 1 on, 2 also with more items than
                        CTAs (an experiment: the items in unsorted, tile-major order from the queue, no bands)        */
