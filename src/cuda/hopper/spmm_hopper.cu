@@ -257,9 +257,10 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, cons
        the items fit the grid (or tune.direct 2 asks for direct mode at any count), and NULL where direct mode cannot
        run (a fresh context inside a capture cannot create it); the few-blocks rule reads it only for one item per CTA */
     unsigned *dq = NULL;
+    if (direct_ok && (dk == 2 || mu * nt <= (int64_t)grid))
+        (void)bsk_cuda_queue(ctx, BSK_QUEUE_SPMM_DIRECT, &dq); /* dq stays NULL where it cannot be had */
     bool few_direct = false;
-    if (direct_ok && (dk == 2 || mu * nt <= (int64_t)grid) &&
-        bsk_cuda_queue(ctx, BSK_QUEUE_SPMM_DIRECT, &dq) == BSK_SUCCESS && mu * nt <= (int64_t)grid) {
+    if (dq && mu * nt <= (int64_t)grid) {
         bool capturing = false;
         if (ctx->pattern_cache) { /* a capture that cannot be told is taken as one (the cache's own rule) */
             cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
@@ -377,6 +378,12 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, cons
     const int pm_mode = CF::PAIR ? pair_match_asked(lists != NULL, A, N, mb, nb) : 0;
     const int match = match_fits(pm_mode, mb, nb) ? pm_mode : 0;
     bsk__hopper_tune.out_pair_match = match;
+    /* direct mode (DIRECT_DEFAULT; tune.direct -1 off, 1 on wherever it applies): one item per CTA with its queue
+       (dq: direct_ok and the item count, above), no split (none asked, or none possible: L is 0 where 2L > nb), no
+       matching, no list of the pattern cache's, nothing asked of the prep (long units, partition queues or row groups
+       asked for by tune.part_mode, probes' marks: direct_ok). Then the main kernel reads no list, no prep flags and no
+       partition queues (the fields below stay NULL / 0). */
+    const bool direct = dq != NULL && !lists && L == 0 && match == 0;
     char *lb = lists ? (char *)lists : (char *)ws;
     unsigned *counter = (unsigned *)lb;
     int4 *sorted = (int4 *)(lb + 256);
@@ -385,11 +392,16 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, cons
     int2 *pair_rows = CF::PAIR ? (int2 *)(lb + off_prows) : NULL;
 
     SpmmParams p;
-    p.sorted = sorted;
-    p.bandinfo = bandinfo;
-    p.pair_end = pair_end;
-    p.pair_rows = pair_rows;
-    p.counter = counter;
+    p.sorted = direct ? NULL : sorted;
+    p.bandinfo = direct ? NULL : bandinfo;
+    p.pair_end = direct ? NULL : pair_end;
+    p.pair_rows = direct ? NULL : pair_rows;
+    p.counter = direct ? dq : counter;
+    p.direct = direct ? 1 : 0;
+    p.units_ptr = units_ptr;
+    p.mb = (int)mb;
+    p.nnzb = (int)A->nnzb;
+    p.units = (int)mu;
     p.col_idx = units_idx;
     p.blk_idx = CF::TRANS ? ti.t_blk : NULL;
     p.C = C->data;
@@ -403,7 +415,7 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, cons
     p.nt = (int)nt;
     /* tile groups: tg N tiles at a time through all bands (tg = nt: each band through all N tiles, the order of
        sessions 1-5) */
-    p.tg = bsk__hopper_tune.tgroup > 0 && bsk__hopper_tune.tgroup < nt ? bsk__hopper_tune.tgroup : (int)nt;
+    p.tg = !direct && bsk__hopper_tune.tgroup > 0 && bsk__hopper_tune.tgroup < nt ? bsk__hopper_tune.tgroup : (int)nt;
     p.total_items = (unsigned)(mu * nt);
     p.split_ctr = (int *)(lb + off_ctr);
     p.split_ws = (float4 *)((char *)ws + off_slots);
@@ -413,8 +425,10 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, cons
        none everywhere) */
     p.l2hint = bsk__hopper_tune.l2hint == 1 ? 3 : bsk__hopper_tune.l2hint == 2 ? 2 : 0;
     /* default (session 8): both hints on rows the prep finds short and not skewed (b128 uniform d 0.1 +1.5 %,
-       d 0.25 equal, d 0.5 -0.3 %: hopper_s8_hint_probe.log); -1: none */
-    p.l2hint_auto = bsk__hopper_tune.l2hint == 0 ? 1 : 0;
+       d 0.25 equal, d 0.5 -0.3 %: hopper_s8_hint_probe.log); -1: none. Direct mode has no prep flags: short rows by
+       the host's mean take both ("not skewed" is moot with one item per CTA) */
+    p.l2hint_auto = bsk__hopper_tune.l2hint == 0 && !direct ? 1 : 0;
+    if (direct && bsk__hopper_tune.l2hint == 0 && CF::CAN_SPLIT && A->nnzb < 12 * mu) p.l2hint = 3;
     p.b_lbo = bsk__hopper_tune.bdesc_swap ? 1024u : 8192u;
     p.b_sbo = bsk__hopper_tune.bdesc_swap ? 8192u : 1024u;
     p.prof = (unsigned long long *)bsk__hopper_tune.prof_buf;
@@ -426,8 +440,11 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, cons
        decides; skewed rows keep the tile groups) with part_mode 4, or by default if ROW_GROUPS_DEFAULT; part_mode 3
        is session 8's default (tile groups on skewed rows, nothing else). Never with the long-row split (a row's
        parts must share one queue: the last part in the queue combines, waiting only for parts taken before it). */
-    p.part_rows = L > 0 ? 0 : pm == 2 ? 1 : ((pm == 4 || (pm == 0 && ROW_GROUPS_DEFAULT)) && !CF::TRANS) ? 2 : 0;
-    if (CF::CAN_SPLIT && (nt >= 2 || p.part_rows) && pm >= 0)
+    p.part_rows = L > 0 || direct                                             ? 0
+                  : pm == 2                                                   ? 1
+                  : (pm == 4 || (pm == 0 && ROW_GROUPS_DEFAULT)) && !CF::TRANS ? 2
+                                                                               : 0;
+    if (CF::CAN_SPLIT && !direct && (nt >= 2 || p.part_rows) && pm >= 0)
         p.part = bsk__hopper_tune.part_tab ? (const unsigned char *)bsk__hopper_tune.part_tab
                                            : bsk_cuda_l2_partitions(ctx);
     p.part_force = pm == 1 || pm == 2 ? 1 : 0;
@@ -436,33 +453,7 @@ static bsk_status launch(bsk_context *ctx, const struct bsk_cuda_state *st, cons
     bsk__hopper_tune.out_part = p.part ? (p.part_rows == 1 ? 2 : p.part_rows == 2 ? 3 : 1) : 0;
     p.fab = CF::CAN_SPLIT ? bsk__hopper_tune.fab : 0;
 
-    /* direct mode (DIRECT_DEFAULT; tune.direct -1 off, 1 on wherever it applies): one item per CTA with its queue
-       (dq: direct_ok and the item count, above), no split (none asked, or none possible: L is 0 where 2L > nb), no
-       matching, no list of the pattern cache's, nothing asked of the prep (long units, partition queues or row groups
-       asked for by tune.part_mode, probes' marks: direct_ok) */
-    const bool direct = dq != NULL && !lists && L == 0 && match == 0;
-    p.direct = direct ? 1 : 0;
-    p.units_ptr = units_ptr;
-    p.mb = (int)mb;
-    p.nnzb = (int)A->nnzb;
-    p.units = (int)mu;
-    if (direct) {
-        p.sorted = NULL;
-        p.bandinfo = NULL;
-        p.pair_end = NULL;
-        p.pair_rows = NULL;
-        p.counter = dq;
-        p.part = NULL;
-        p.part_rows = 0;
-        p.part_long = 0;
-        p.tg = (int)nt;
-        if (mu * nt < (int64_t)grid) grid = (int)(mu * nt); /* CTA i runs item i (tune.direct 2: then queue tickets) */
-        /* the hints' automatic rule needs the prep's flags; by the host's mean: short rows take both (the prep adds
-           "not skewed", which one item per CTA makes moot) */
-        if (p.l2hint_auto && CF::CAN_SPLIT && A->nnzb < 12 * mu) p.l2hint = 3;
-        p.l2hint_auto = 0;
-        bsk__hopper_tune.out_part = 0;
-    }
+    if (direct && mu * nt < (int64_t)grid) grid = (int)(mu * nt); /* CTA i runs item i (tune.direct 2: tickets after) */
 
     if ((int64_t)grid > units_cap * nt * CF::CLUSTER) grid = (int)(units_cap * nt * CF::CLUSTER);
     grid = grid / CF::CLUSTER * CF::CLUSTER;
