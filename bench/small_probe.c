@@ -14,7 +14,8 @@
    absent-row slots of grouped wgmmas zeroed by TMA vs by stores, b32 and b16), --ts (session 16: the TMA-store
    epilogue vs the fp32-staged one, b32 / b16 at 8192^3 and 2048^3), --prep (session 16: the whole call vs the two
    prep kernels alone vs the call without PDL), --wide (session 19: wide items, knob wide 1 / 2 / 4, alternated),
-   --box3d (session 19: b32 NH 4 with one 3-D B box per entry vs eight 2-D boxes, knob b_box3d, alternated).
+   --box3d (session 19: b32 NH 4 with one 3-D B box per entry vs eight 2-D boxes, knob b_box3d, alternated), --direct
+   (session 27: direct mode vs the prep kernels vs the pattern cache at 2048^3, and wide items with direct mode).
    Built and run by bench/small_probe.sh on the device machine. Helpers: bench/probe_util.h. */
 #include "probe_util.h"
 
@@ -55,12 +56,15 @@ typedef struct {
     int po; /* 1: prep_only (the two prep kernels alone), 2: no_pdl (session 16) */
     int nh; /* wide knob (0: the default; session 19) */
     int b2; /* b_box3d knob: 1 the 2-D B boxes (session 19) */
+    int dm; /* direct knob (session 27): 0 the default, -1 off (the prep kernels) */
+    int pc; /* 1: the pattern cache on (session 27) */
+    int sk; /* 1: the skewed pattern */
 } cfg;
 
 int main(int argc, char **argv)
 {
     int ab = 0, diag = 0, prof = 0, s2048 = 0, cross = 0, rgs = 0, rgdiag = 0, run2 = 0, alias = 0, compact = 0, zt = 0,
-        ts = 0, prep = 0, wide = 0, box3d = 0;
+        ts = 0, prep = 0, wide = 0, box3d = 0, direct = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--ab")) ab = 1;
         else if (!strcmp(argv[i], "--diag")) diag = 1;
@@ -77,6 +81,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--prep")) prep = 1;
         else if (!strcmp(argv[i], "--wide")) wide = 1;
         else if (!strcmp(argv[i], "--box3d")) box3d = 1;
+        else if (!strcmp(argv[i], "--direct")) direct = 1;
         else if (!strcmp(argv[i], "--iters") && i + 1 < argc) ITERS = atoi(argv[++i]);
     }
     if (ITERS < 1 || ITERS > 256) ITERS = 20;
@@ -236,6 +241,26 @@ int main(int argc, char **argv)
         for (int di = 0; di < 4; di++)
             for (int k = 0; k < 4; k++) ADD(.b = 32, .d = da[di], .nh = 4, .b2 = bb[k], .size = 8192);
     }
+    if (direct) { /* session 27: direct mode (no prep kernels; each CTA builds its item's list) vs the prep (dm -1), A B
+                     B A, and the pattern cache's lists (pc 1) once, at 2048^3 (one item per CTA): b32 / b16 uniform d .1
+                     .25 .5, b32 skewed d .1 .25; then b32 wide items (NH 4) with direct mode, uniform and skewed, against
+                     the default NH 1 (both direct). Predicted: direct up to the cached speed (+13-21 % b32, session
+                     16); NH 4 +20 % uniform, a loss on skewed rows (session 19) */
+        const int dd[4] = {-1, 0, 0, -1};
+        for (int sk = 0; sk < 2; sk++)
+            for (int bi = 0; bi < 2 - sk; bi++)
+                for (int di = 0; di < 3 - sk; di++) {
+                    for (int k = 0; k < 4; k++) ADD(.b = bi ? 16 : 32, .d = ds[di], .dm = dd[k], .sk = sk, .size = 2048);
+                    ADD(.b = bi ? 16 : 32, .d = ds[di], .pc = 1, .sk = sk, .size = 2048);
+                }
+        const int ww[4] = {1, 4, 4, 1};
+        for (int sk = 0; sk < 2; sk++)
+            for (int di = 0; di < 2; di++)
+                for (int k = 0; k < 4; k++) ADD(.b = 32, .d = ds[di], .nh = ww[k], .sk = sk, .size = 2048);
+        /* 8192^3 (more items than CTAs: the prep as before; the list now read by plain loads): against session 26 */
+        for (int di = 0; di < 3; di++) ADD(.b = 32, .d = ds[di], .size = 8192);
+        ADD(.b = 16, .d = 0.10, .size = 8192);
+    }
     if (s2048) {
         for (int di = 0; di < 3; di++)
             for (int k = 0; k < 10; k++) ADD(.b = 32, .d = ds[di], .v = order[k], .size = 2048);
@@ -244,22 +269,22 @@ int main(int argc, char **argv)
     char table[300][400];
     int nt = 0;
     bsk_bsr hA, A;
-    int have = 0, hb = 0;
+    int have = 0, hb = 0, hsk = 0;
     double hd = 0;
     int64_t hs = 0;
     for (int ci = 0; ci < nc; ci++) {
         const cfg c = cs[ci];
         S_ = c.size;
         const size_t n2 = (size_t)(S_ * S_);
-        if (!have || hb != c.b || hd != c.d || hs != c.size) { /* one pattern per (b, d, size): variants share it */
+        if (!have || hb != c.b || hd != c.d || hs != c.size || hsk != c.sk) { /* one pattern per (b, d, size, skew) */
             if (have) {
                 bsk_bsr_free(&A);
                 bsk_bsr_free(&hA);
             }
-            CS(bsk_bsr_random(S_, S_, c.b, c.b, c.d, BSK_PATTERN_UNIFORM, 4242 + (uint64_t)(c.b * 10 + c.d * 100 + c.size),
-                              BSK_F16, &hA));
+            CS(bsk_bsr_random(S_, S_, c.b, c.b, c.d, c.sk ? BSK_PATTERN_SKEWED : BSK_PATTERN_UNIFORM,
+                              4242 + (uint64_t)(c.b * 10 + c.d * 100 + c.size), BSK_F16, &hA));
             CS(bsk_bsr_clone(&hA, BSK_MEM_DEVICE, &A));
-            have = 1, hb = c.b, hd = c.d, hs = c.size;
+            have = 1, hb = c.b, hd = c.d, hs = c.size, hsk = c.sk;
             /* the reference: cuBLAS on the densified A, fp32 out */
             bsk_dense hD = {S_, S_, S_, BSK_F16, BSK_MEM_HOST, hbuf};
             CS(bsk_bsr_to_dense(&hA, &hD));
@@ -280,6 +305,8 @@ int main(int argc, char **argv)
         bsk__hopper_small_tune.no_pdl = c.po == 2;
         bsk__hopper_small_tune.wide = c.nh;
         bsk__hopper_small_tune.b_box3d = c.b2;
+        bsk__hopper_small_tune.direct = c.dm;
+        CS(bsk_set_pattern_cache(ctx, c.pc));
         bsk_dense B = {S_, S_, S_, BSK_F16, BSK_MEM_DEVICE, dB}, C = {S_, S_, S_, BSK_F16, BSK_MEM_DEVICE, dC};
         probe_spmm_arg sa = {ctx, &A, &B, &C};
         double err = -1;
@@ -300,8 +327,9 @@ int main(int argc, char **argv)
         }
         const double ms = time_it(probe_run_spmm, &sa);
         const double tf = 2.0 * (double)A.nnzb * c.b * c.b * (double)S_ / (ms * 1e-3) * 1e-12;
-        snprintf(table[nt], 200, "%5lld %3d %5.3f v%d rg %2d nh %d zt %d ed %d po %d diag %d ctas %3d | %8.4f ms %7.1f TFLOPS E %.3f err %9.2e %s",
-                 (long long)S_, c.b, c.d, c.v, c.rg, bsk__hopper_small_tune.out_nh, c.zt, c.ed, c.po, c.diag, c.maxc ? c.maxc : bsk__hopper_small_tune.out_grid, ms, tf,
+        snprintf(table[nt], 260, "%5lld %3d %5.3f%s v%d rg %2d nh %d zt %d ed %d po %d diag %d ctas %3d prep %d | %8.4f ms %7.1f TFLOPS E %.3f err %9.2e %s",
+                 (long long)S_, c.b, c.d, c.sk ? " sk" : "", c.v, c.rg, bsk__hopper_small_tune.out_nh, c.zt, c.ed, c.po, c.diag,
+                 c.maxc ? c.maxc : bsk__hopper_small_tune.out_grid, bsk__hopper_small_tune.out_prep, ms, tf,
                  tf / dense[S_ == 2048], err, kern);
         printf("%s\n", table[nt]);
         if (prof) {
@@ -323,6 +351,8 @@ int main(int argc, char **argv)
         bsk__hopper_small_tune.no_pdl = 0;
         bsk__hopper_small_tune.wide = 0;
         bsk__hopper_small_tune.b_box3d = 0;
+        bsk__hopper_small_tune.direct = 0;
+        CS(bsk_set_pattern_cache(ctx, 0));
     }
     if (have) {
         bsk_bsr_free(&A);

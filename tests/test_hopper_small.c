@@ -327,9 +327,10 @@ BSK_TEST(gpu_hopper_small_pattern_cache)
         }
         bsk__hopper_small_tune.variant = 0;
         /* the workspace grows outside the capture (an allocation inside one would belong to the graph): one call with
-           the cache off, which also drops the cached entries */
+           the cache off, which also drops the cached entries (direct mode: the items fit the grid; the workspace is
+           sized for the prep's lists all the same) */
         REQUIRE_OK(bsk_set_pattern_cache(ctx, 0));
-        cached_case(t, ctx, &A[0], &dA[0], 200, 1.0f, 1, NULL);
+        cached_case(t, ctx, &A[0], &dA[0], 200, 1.0f, 2, NULL);
         REQUIRE_OK(bsk_set_pattern_cache(ctx, 1));
         bsk__hopper_small_tune.max_ctas = 3;
         REQUIRE_OK(bsk_set_stream(ctx, st));
@@ -569,6 +570,129 @@ BSK_TEST(gpu_hopper_small_wide)
     bsk__hopper_small_tune = small_saved;
 }
 
+static void small_expect_prep(bsk_test_ctx *t, int want, const char *what)
+{
+    if (bsk__hopper_small_tune.out_prep != want) {
+        t->failed++;
+        fprintf(stderr, "  %s: out_prep %d, want %d\n", what, bsk__hopper_small_tune.out_prep, want);
+    }
+}
+
+/* Direct mode (session 27): where every item has a CTA of its own and no cached list exists, the main kernel runs
+   alone, each CTA building its item's union list itself (out_prep 2). Both block sizes, against the float64 reference:
+   fp16 / bf16 / fp32 C, alpha and beta, M / K / N tails, M = 1, empty rows and whole empty groups, a skewed and an
+   empty pattern, every rows-per-wgmma shape and wide items; each once with direct mode off (the prep ran: out_prep
+   1); the same bytes either way (the same list, built by the same code); calls in a row with beta != 0 (an item run
+   twice would show) leave the queue's words at zero; more items than CTAs and the one-producer-warp variant keep the
+   prep; with the pattern cache on the prep fills the cache and later calls take it, and inside a capture (where the
+   cache keeps nothing) direct mode runs in the graph, replayed three times. nb past one 4096-column window of the
+   union scratch: gpu_hopper_small_wide (40 x 4200 blocks); malformed indices in direct mode:
+   gpu_hopper_small_malformed_indices_safe (its calls on the full grid). */
+BSK_TEST(gpu_hopper_small_direct)
+{
+    bsk_context *ctx = NULL;
+    const char *why = small_skip_reason(&ctx);
+    if (why) SKIP(why);
+    const struct bsk_hopper_small_tune_s saved = bsk__hopper_small_tune;
+    bsk_rng *r = bsk_test_rng();
+    for (int b = 32; b >= 16; b /= 2) {
+        const char *want = small_name(b);
+        bsk_bsr A = spmm_random_bsr((int64_t)b * bsk_rng_int(r, 20, 40) + 11, (int64_t)b * bsk_rng_int(r, 10, 30) + 5, b,
+                                    0.3, BSK_PATTERN_UNIFORM, BSK_F16);
+        bsk_bsr E = mask_bsr((int64_t)b * 60 - 3, (int64_t)b * 9 + 1, b, BSK_BF16, keep_sparse_rows);
+        bsk_bsr S = spmm_random_bsr((int64_t)b * 33, (int64_t)b * 25, b, 0.2, BSK_PATTERN_SKEWED, BSK_BF16);
+        bsk_bsr Z = mask_bsr((int64_t)b * 9, (int64_t)b * 5, b, BSK_F16, keep_none);
+        bsk_bsr O = spmm_random_bsr(1, (int64_t)b * 7 + 3, b, 0.6, BSK_PATTERN_UNIFORM, BSK_F16);
+        const int64_t No = 2 * bsk_rng_int(r, 30, 200) + 1;
+        for (int v = 0; v < 2; v++) {
+            bsk__hopper_small_tune = saved;
+            bsk__hopper_small_tune.direct = v ? -1 : 0;
+            const int wp = v ? 1 : 2;
+            run_case(t, ctx, &A, 264, 0, 0, BSK_F16, 0.75f, 0.0f, want);
+            small_expect_prep(t, wp, "A fp16");
+            run_case(t, ctx, &A, No, 8 - No % 8, 8 - No % 8, BSK_F32, 1.5f, -0.5f, want);
+            small_expect_prep(t, wp, "A fp32 beta, odd N");
+            run_case(t, ctx, &E, 200, 0, 8, BSK_BF16, -1.0f, 0.0f, want);
+            small_expect_prep(t, wp, "empty rows and groups");
+            run_case(t, ctx, &S, 392, 8, 0, BSK_F16, 1.0f, 0.5f, want);
+            small_expect_prep(t, wp, "skewed");
+            run_case(t, ctx, &Z, 264, 0, 0, BSK_F32, 1.0f, 0.25f, want);
+            small_expect_prep(t, wp, "empty pattern");
+            run_case(t, ctx, &O, 136, 0, 0, BSK_F16, 1.0f, 0.0f, want);
+            small_expect_prep(t, wp, "M = 1");
+            for (int g = 1; g < 5; g++) { /* every rows-per-wgmma shape */
+                bsk__hopper_small_tune.rows_per_mma = small_rg(b, g);
+                run_case(t, ctx, &S, 264, 0, 0, BSK_F16, 1.0f, 0.0f, want);
+                small_expect_prep(t, wp, "rows per wgmma");
+            }
+            bsk__hopper_small_tune.rows_per_mma = 0;
+            for (int nh = 2; nh <= 4; nh += 2) { /* wide items: fewer rows per group */
+                if (nh == 2 && b == 32) continue;
+                bsk__hopper_small_tune.wide = nh;
+                run_case(t, ctx, &A, 1032, 0, 0, BSK_F16, 1.0f, 0.0f, want);
+                small_expect_prep(t, wp, "wide");
+                CHECK(bsk__hopper_small_tune.out_nh == nh);
+            }
+            bsk__hopper_small_tune.wide = 0;
+        }
+        bsk__hopper_small_tune = saved;
+        /* the same bytes with and without the prep (the helper's second call runs the default: direct) */
+        spmm_gpu_knob_same(t, ctx, &A, 264, 0, 0, BSK_F32, 1.25f, &bsk__hopper_small_tune.direct, -1, 0, want);
+        small_expect_prep(t, 2, "A, the same bytes");
+        spmm_gpu_knob_same(t, ctx, &S, 520, 0, 0, BSK_BF16, 0.5f, &bsk__hopper_small_tune.direct, -1, 0, want);
+        small_expect_prep(t, 2, "skewed, the same bytes");
+        bsk__hopper_small_tune.direct = saved.direct; /* the helper left it at its first value (off) */
+        for (int rep = 0; rep < 4; rep++) {
+            run_case(t, ctx, &S, 264, 0, 0, BSK_F16, 1.0f, 0.5f, want);
+            small_expect_prep(t, 2, "calls in a row");
+            unsigned q[2] = {1, 1};
+            CHECK(bsk__hopper_small_tune.out_queue != NULL);
+            CHECK_STATUS(bsk_synchronize(ctx), BSK_SUCCESS);
+            if (bsk__hopper_small_tune.out_queue) {
+                CHECK(cudaMemcpy(q, bsk__hopper_small_tune.out_queue, sizeof q, cudaMemcpyDeviceToHost) == cudaSuccess);
+                CHECK(q[0] == 0 && q[1] == 0);
+            }
+        }
+        /* where the rule does not hold, the prep runs: more items than CTAs; one producer warp (its first ticket
+           comes from the queue) */
+        bsk__hopper_small_tune.max_ctas = 3;
+        run_case(t, ctx, &S, 392, 0, 0, BSK_F16, 1.0f, 0.0f, want);
+        small_expect_prep(t, 1, "3 CTAs");
+        CHECK(bsk__hopper_small_tune.out_queue == NULL);
+        bsk__hopper_small_tune.max_ctas = 0;
+        bsk__hopper_small_tune.variant = 3;
+        run_case(t, ctx, &S, 264, 0, 0, BSK_F32, 1.0f, 0.5f, want);
+        small_expect_prep(t, 1, "one producer warp");
+        bsk__hopper_small_tune = saved;
+        /* the pattern cache on: the prep fills it, then the cached lists; inside a capture (nothing cached there)
+           direct mode, in the graph */
+        {
+            bsk_bsr dA;
+            REQUIRE_OK(bsk_bsr_clone(&A, BSK_MEM_DEVICE, &dA));
+            cudaStream_t cs = NULL;
+            REQUIRE(cudaStreamCreateWithFlags(&cs, cudaStreamNonBlocking) == cudaSuccess);
+            REQUIRE_OK(bsk_set_pattern_cache(ctx, 1));
+            cached_case(t, ctx, &A, &dA, 264, 1.0f, 1, NULL);
+            cached_case(t, ctx, &A, &dA, 264, 0.5f, 0, NULL);
+            REQUIRE_OK(bsk_set_stream(ctx, cs));
+            spmm_gpu_cached_case(t, ctx, BSK_OP_N, &A, &dA, 264, 1.0f, 0.0f, want, &bsk__hopper_small_tune.out_prep, 2, cs);
+            REQUIRE_OK(bsk_set_stream(ctx, NULL));
+            REQUIRE_OK(bsk_forget_patterns(ctx));
+            REQUIRE_OK(bsk_set_pattern_cache(ctx, 0));
+            cudaStreamDestroy(cs);
+            bsk_bsr_free(&dA);
+        }
+        bsk_bsr_free(&A);
+        bsk_bsr_free(&E);
+        bsk_bsr_free(&S);
+        bsk_bsr_free(&Z);
+        bsk_bsr_free(&O);
+    }
+    bsk__hopper_small_tune = saved;
+    bsk_destroy(ctx);
+    bsk__hopper_small_tune = small_saved;
+}
+
 /* Malformed device indices (row_ptr past nnzb, decreasing and negative; col_idx out of range, negative, duplicated
    and unsorted) must not fault: the call succeeds (device indices are not validated) and the stream stays healthy.
    compute-sanitizer memcheck runs this test. */
@@ -716,4 +840,5 @@ BSK_TEST(gpu_hopper_small_declines) { SKIP("built without CUDA"); }
 BSK_TEST(gpu_hopper_small_dispatch) { SKIP("built without CUDA"); }
 BSK_TEST(gpu_hopper_small_tma_store) { SKIP("built without CUDA"); }
 BSK_TEST(gpu_hopper_small_pattern_cache) { SKIP("built without CUDA"); }
+BSK_TEST(gpu_hopper_small_direct) { SKIP("built without CUDA"); }
 #endif

@@ -68,7 +68,7 @@ bsk_status bsk_cuda_workspace(bsk_context *ctx, size_t bytes, void **ptr);
    them: one 256-byte block per context, allocated and zeroed (stream-ordered) at the first call; each user has its own
    eight words (slot: BSK_QUEUE_*). Not created inside a stream capture (the graph would own the memory): the call is then
    BSK_ERR_UNSUPPORTED and the caller takes another path. */
-enum { BSK_QUEUE_ATTN = 0, BSK_QUEUE_SPMM_DIRECT = 8 };
+enum { BSK_QUEUE_ATTN = 0, BSK_QUEUE_SPMM_DIRECT = 8, BSK_QUEUE_SMALL_DIRECT = 16 };
 bsk_status bsk_cuda_queue(bsk_context *ctx, int slot, unsigned **ptr);
 
 /* ---- which SMs share an L2 partition (src/cuda/l2_partition.cu): a device table of 1025 bytes (smid ->

@@ -1,8 +1,9 @@
 /* spmm_small_hopper.cu — the launcher of the small-block Hopper SpMM (spmm_small_kernel.cuh): BS = 32 / 16 square
    blocks, op N, fp16 / bf16 in, fp32 / fp16 / bf16 C. Decides whether the kernel can take the case, builds the
-   tensor maps, the union lists and the item order (two prep kernels, no host synchronisation) and launches the
-   persistent kernel. Declines (BSK_ERR_UNSUPPORTED, the portable path then runs) anything it cannot do exactly
-   right. The union lists are rebuilt per call (two small kernels; see docs/hopper-spmm-notes.md, session 4). */
+   tensor maps, the union lists and the item order (two prep kernels, no host synchronisation; none in direct mode,
+   where each CTA builds its one item's list) and launches the persistent kernel. Declines (BSK_ERR_UNSUPPORTED, the
+   portable path then runs) anything it cannot do exactly right. The union lists are rebuilt per call unless the
+   pattern cache keeps them (docs/hopper-spmm-notes.md, sessions 4, 16 and 27). */
 #include <stdint.h>
 #include "tma.cuh"
 #include "launch.cuh"
@@ -115,6 +116,16 @@ static const int WIDE_MIN_ITEMS_PER_SM = 2;
    there. */
 static const int ZERO_TMA_MAX_RG = 4;
 
+/* Direct mode (session 27, knob `direct`): where every item has a CTA of its own (items <= grid), no pattern-cache
+   entry holds the lists (the cache off, or a stream capture) and four producer warps run (the first ticket is then the
+   CTA's index), the two prep kernels are left out: CTA t runs item t and builds its group's union list itself
+   (spmm_small_kernel.cuh), into its own nb entries of the workspace — at most SMALL_DIRECT_MAX_ENT entries in all. The
+   queue is the context's (zero between launches: the kernel's last CTA resets it). Session 26 did the same for the
+   b64 / b128 kernel (+13-20 % at 2048^3 b64); here the prep was 7.4 us of a 24-us 2048^3 b32 call (session 16) and
+   the cached lists +13-21 % there. */
+static const int SMALL_DIRECT_DEFAULT = 1;
+static const int64_t SMALL_DIRECT_MAX_ENT = (int64_t)1 << 20;
+
 template <class CF, int DT, int CT, bool TS = false>
 static bsk_status launch_small(bsk_context *ctx, const struct bsk_cuda_state *st, const bsk_bsr *A, const bsk_dense *B,
                                float alpha, float beta, bsk_dense *C, const char *name)
@@ -160,6 +171,14 @@ static bsk_status launch_small(bsk_context *ctx, const struct bsk_cuda_state *st
     const size_t off_ginfo = 256, off_order = off_ginfo + ((size_t)G * sizeof(int2) + 15) / 16 * 16;
     const size_t off_ent = off_order + (size_t)G * sizeof(int4);
     const size_t ws_bytes = off_ent + (size_t)A->nnzb * sizeof(int2) + 16;
+    /* the grid: one CTA per SM (knob max_ctas), at most one per item */
+    int grid = st->sms;
+    if (bsk__hopper_small_tune.max_ctas > 0 && bsk__hopper_small_tune.max_ctas < grid) grid = bsk__hopper_small_tune.max_ctas;
+    const bool direct_fits = G * nt <= (int64_t)grid && G * nt * nb <= SMALL_DIRECT_MAX_ENT;
+    if ((int64_t)grid > G * nt) grid = (int)(G * nt);
+    if (grid < 1) grid = 1;
+    /* direct mode's lists: nb entries per item after the first 256 bytes */
+    const size_t direct_bytes = off_ginfo + (direct_fits ? (size_t)(G * nt * nb) * sizeof(int2) : 0) + 16;
     void *ws = NULL;
     int built = 0, uslot = -1;
     const int64_t ukey[BSK_DERIVED_KEY] = {1 /* kind: small-block unions */, CF::R, 0, 0};
@@ -167,10 +186,17 @@ static bsk_status launch_small(bsk_context *ctx, const struct bsk_cuda_state *st
     /* the workspace at this size even when the lists are cached: room for a captured call of the same shape (inside
        a capture the cache is not used), which must not grow it (an allocation inside a capture belongs to the graph) */
     void *wsp = NULL;
-    if ((s = bsk_cuda_workspace(ctx, ws_bytes, &wsp))) {
+    if ((s = bsk_cuda_workspace(ctx, ws_bytes > direct_bytes ? ws_bytes : direct_bytes, &wsp))) {
         bsk_cuda_derived_done(ctx, uslot, 0);
         return s;
     }
+    /* direct mode (above): no cache entry (the cache off or capturing), the items fit; dq stays NULL where the
+       context's queue cannot be had (a fresh context inside a capture) and the prep kernels run */
+    const int dk = bsk__hopper_small_tune.direct;
+    unsigned *dq = NULL;
+    if (!ws && dk >= 0 && (dk > 0 || SMALL_DIRECT_DEFAULT) && CF::PW > 1 && direct_fits && !bsk__hopper_small_tune.prep_only)
+        (void)bsk_cuda_queue(ctx, BSK_QUEUE_SMALL_DIRECT, &dq);
+    const bool direct = dq != NULL;
     if (!ws) ws = wsp;
     unsigned *counter = (unsigned *)ws;
     int2 *ginfo = (int2 *)((char *)ws + off_ginfo);
@@ -185,10 +211,12 @@ static bsk_status launch_small(bsk_context *ctx, const struct bsk_cuda_state *st
     if (band > G) band = G;
 
     SmallParams p;
-    p.ent = ent;
+    p.ent = direct ? (int2 *)((char *)ws + off_ginfo) : ent;
     p.order = order;
     p.row_ptr = A->row_ptr;
-    p.counter = counter;
+    p.col_idx = A->col_idx;
+    p.direct = direct ? 1 : 0;
+    p.counter = direct ? dq : counter;
     p.C = C->data;
     p.ldc = C->ld;
     p.alpha = alpha;
@@ -218,7 +246,7 @@ static bsk_status launch_small(bsk_context *ctx, const struct bsk_cuda_state *st
        on every return records the cache entry's use (a later eviction on any stream waits for these kernels);
        `filled` once both prep kernels are enqueued. */
     int filled = built;
-    if (!built) {
+    if (!built && !direct) {
         const int ugrid = (int)(G < 4096 ? G : 4096);
         small_union_kernel<<<ugrid, SMALL_UNION_THREADS, 0, stream>>>(A->row_ptr, A->col_idx, (int)mb, (int)nb,
                                                                       (int)A->nnzb, CF::R, (int)G, ent, ginfo);
@@ -227,13 +255,10 @@ static bsk_status launch_small(bsk_context *ctx, const struct bsk_cuda_state *st
                                   (const int2 *)ginfo, (int)G, order, counter);
         filled = !s;
     }
-    bsk__hopper_small_tune.out_prep = !built;
+    bsk__hopper_small_tune.out_prep = direct ? 2 : !built;
+    bsk__hopper_small_tune.out_queue = dq;
     bsk__hopper_small_tune.out_ts = TS;
     if (!s && !bsk__hopper_small_tune.prep_only) {
-        int grid = st->sms;
-        if (bsk__hopper_small_tune.max_ctas > 0 && bsk__hopper_small_tune.max_ctas < grid) grid = bsk__hopper_small_tune.max_ctas;
-        if ((int64_t)grid > G * nt) grid = (int)(G * nt);
-        if (grid < 1) grid = 1;
         bsk__hopper_small_tune.out_grid = grid;
         s = bsk_hopper_launch(small_spmm_kernel<CF, DT, CT, TS>, grid, CF::THREADS, CF::SMEM, stream,
                               !bsk__hopper_small_tune.no_pdl, 1, tmA, tmB, tmC, tmB3, p);

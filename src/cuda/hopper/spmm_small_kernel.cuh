@@ -91,9 +91,13 @@ using namespace bsk_hopper;
 
 /* Plain parameters of the main kernel (the tensor maps travel separately as __grid_constant__). */
 struct SmallParams {
-    const int2 *ent;        /* union entries {col, rowmask}; group g's at [order.y, order.y + order.z)          */
+    int2 *ent;              /* union entries {col, rowmask}; group g's at [order.y, order.y + order.z) (direct
+                               mode: item t's at [t * nb, ..), written by CTA t itself)                        */
     const int4 *order;      /* per rank: {group, first entry, union length, 0}; longest groups first         */
     const int32_t *row_ptr;
+    const int32_t *col_idx; /* read in direct mode only                                                      */
+    int direct;             /* 1: no prep kernels ran; CTA t runs item t (the items fit the grid) and builds its
+                               union list itself (session 27); order unused, the counter the context's queue   */
     unsigned *counter;      /* work queue {head, CTAs done}: zero at the launch (the order kernel zeroes them; the
                                last CTA to take its last ticket resets them for the next launch, which a pattern-
                                cached call makes without the prep kernels)                                      */
@@ -227,101 +231,124 @@ struct SmallCfg {
 #define SMALL_UNION_THREADS 256
 #define SMALL_UNION_CH 4096 /* columns per pass of the shared mask array (16 KB) */
 
-/* One CTA per row group (grid-stride). The group's rows are scattered into a shared array of R-bit row masks
-   over a window of min(SMALL_UNION_CH, nb - c0) columns (integer atomicOr: order-free), which is compacted in
-   column order into ent[gs ..], gs = the group's first block (clamped row_ptr), at most (group's clamped end - gs)
-   entries: the union of the rows' columns is never longer than their blocks together, so groups never overlap for
-   a valid row_ptr (and every write stays inside [0, nnzb) for any row_ptr). The scatter walks the group's whole
-   block span [min rs, max re) in one pass, each block tested against every row's range (for a valid row_ptr the
-   rows tile the span; a malformed one may give overlapping or empty ranges): all its col_idx loads are in flight
-   at once — row by row they were R dependent round trips to memory (~8 us of a 2048^3 call, session 16). The next
-   window starts at the smallest column past the current one, so empty stretches of a wide matrix cost nothing.
-   ginfo[g] = {gs, length}. Columns outside [0, nb) are left out. */
+/* The union list of one row group, computed by the T threads of a CTA (all of them call it, it syncs them): the
+   group's rows are scattered into a shared array of R-bit row masks over a window of min(SMALL_UNION_CH, nb - c0)
+   columns (integer atomicOr: order-free), which is compacted in column order into out[0 ..], at most `cap` entries
+   (the union kernel: out = ent + gs, gs = the group's first block (clamped row_ptr), cap = the group's clamped end -
+   gs: the union of the rows' columns is never longer than their blocks together, so groups never overlap for a valid
+   row_ptr, and every write stays inside [0, nnzb) for any row_ptr). The scatter walks the group's whole block span
+   [min rs, max re) in one pass, each block tested against every row's range (for a valid row_ptr the rows tile the
+   span; a malformed one may give overlapping or empty ranges): all its col_idx loads are in flight at once — row by
+   row they were R dependent round trips to memory (~8 us of a 2048^3 call, session 16). The next window starts at
+   the smallest column past the current one, so empty stretches of a wide matrix cost nothing. Columns outside
+   [0, nb) are left out. Returns {gs, length} to every thread; us.rs / us.re (the rows' clamped ranges) and us.first
+   (the list's first 64 entries) stay readable until the caller reuses `us`, after a barrier. R <= 16. */
+struct UnionSmem {
+    uint32_t mask[SMALL_UNION_CH];
+    int2 first[64]; /* the list's first 64 entries (valid below its length), for direct mode's producer warps */
+    int rs[16], re[16], span[2];
+    int warp_tot[32];
+    int next;
+};
+template <int T>
+__device__ __forceinline__ int2 group_union(const int32_t *__restrict__ row_ptr, const int32_t *__restrict__ col_idx,
+                                            int mb, int nb, int nnzb, int R, int g, int2 *out, int cap_max,
+                                            bool at_gs, UnionSmem &us)
+{
+    static_assert(T % 32 == 0 && T <= 1024, "whole warps");
+    constexpr int PER = (SMALL_UNION_CH + T - 1) / T; /* consecutive columns per thread in the compaction */
+    const int tid = threadIdx.x, lane = tid & 31, w = tid >> 5;
+    const int row0 = g * R, nr = min(R, mb - row0);
+    auto clampi = [&](int v) { return min(max(v, 0), nnzb); };
+    const int gs = clampi(row_ptr[row0]), ge = clampi(row_ptr[row0 + nr]);
+    const int cap = min(max(ge - gs, 0), cap_max);
+    if (at_gs) out += gs;
+    if (tid < 32) { /* the rows' clamped ranges and the span they cover (nr <= 16 < 32) */
+        int a = 0, b = 0;
+        if (tid < nr) {
+            a = clampi(row_ptr[row0 + tid]);
+            b = max(a, clampi(row_ptr[row0 + tid + 1]));
+            us.rs[tid] = a;
+            us.re[tid] = b;
+        }
+        int lo = tid < nr ? a : INT_MAX, hi = tid < nr ? b : 0;
+        for (int o = 16; o > 0; o >>= 1) {
+            lo = min(lo, __shfl_xor_sync(0xffffffffu, lo, o));
+            hi = max(hi, __shfl_xor_sync(0xffffffffu, hi, o));
+        }
+        if (tid == 0) {
+            us.span[0] = lo;
+            us.span[1] = hi;
+        }
+    }
+    int count = 0, c0 = 0;
+    __syncthreads();
+    const int k0 = us.span[0], k1 = us.span[1];
+    while (c0 < nb) {
+        const int W = min(SMALL_UNION_CH, nb - c0); /* the window's columns */
+        for (int i = tid; i < W; i += T) us.mask[i] = 0u;
+        if (tid == 0) us.next = INT_MAX;
+        __syncthreads();
+        int nxt = INT_MAX;
+        for (int k = k0 + tid; k < k1; k += T) {
+            const int c = __ldg(col_idx + k);
+            if (c < c0 || c >= nb) continue;
+            uint32_t bits = 0u;
+            for (int r = 0; r < nr; ++r) bits |= (k >= us.rs[r] && k < us.re[r]) ? 1u << r : 0u;
+            if (!bits) continue;
+            if (c - c0 < W) atomicOr(&us.mask[c - c0], bits);
+            else nxt = min(nxt, c);
+        }
+        if (nxt != INT_MAX) atomicMin(&us.next, nxt);
+        __syncthreads();
+        /* compaction: thread tid owns columns tid*PER .. +PER-1 of the window */
+        int n = 0;
+#pragma unroll
+        for (int q = 0; q < PER; ++q) n += tid * PER + q < W && us.mask[tid * PER + q] != 0u;
+        /* not block_excl_scan: each thread adds the warps' totals itself (one barrier, not three) */
+        const int x = warp_incl_scan(n);
+        if (lane == 31) us.warp_tot[w] = x;
+        __syncthreads();
+        int before = 0, total = 0;
+#pragma unroll
+        for (int i = 0; i < T / 32; ++i) {
+            const int v = us.warp_tot[i];
+            before += i < w ? v : 0;
+            total += v;
+        }
+        int pos = count + before + x - n;
+#pragma unroll
+        for (int q = 0; q < PER; ++q) {
+            const uint32_t m = tid * PER + q < W ? us.mask[tid * PER + q] : 0u;
+            if (m) {
+                if (pos < cap) {
+                    const int2 e = make_int2(c0 + tid * PER + q, (int)m);
+                    out[pos] = e;
+                    if (pos < 64) us.first[pos] = e;
+                }
+                ++pos;
+            }
+        }
+        count += total;
+        const int nx = us.next;
+        __syncthreads(); /* mask, warp_tot and next are rewritten by the next window */
+        c0 = nx;         /* INT_MAX (>= nb) when no column lies past the window */
+    }
+    return make_int2(gs, min(count, cap));
+}
+
+/* One CTA per row group (grid-stride), each group's union list (group_union above) into ent[gs ..];
+   ginfo[g] = {gs, length}. */
 __global__ void __launch_bounds__(SMALL_UNION_THREADS)
     small_union_kernel(const int32_t *__restrict__ row_ptr, const int32_t *__restrict__ col_idx, int mb, int nb,
                        int nnzb, int R, int G, int2 *__restrict__ ent, int2 *__restrict__ ginfo)
 {
-    __shared__ uint32_t mask[SMALL_UNION_CH];
-    __shared__ int rs_s[16], re_s[16], span_s[2];
-    __shared__ int warp_tot[SMALL_UNION_THREADS / 32];
-    __shared__ int next_s;
+    __shared__ UnionSmem us;
     grid_dep_launch(); /* the order kernel may start (it waits for this grid before reading ginfo) */
-    const int tid = threadIdx.x, lane = tid & 31, w = tid >> 5;
-    constexpr int PER = SMALL_UNION_CH / SMALL_UNION_THREADS; /* consecutive columns per thread in the compaction */
     for (int g = blockIdx.x; g < G; g += gridDim.x) {
-        const int row0 = g * R, nr = min(R, mb - row0);
-        auto clampi = [&](int v) { return min(max(v, 0), nnzb); };
-        const int gs = clampi(row_ptr[row0]), ge = clampi(row_ptr[row0 + nr]);
-        const int cap = max(ge - gs, 0);
-        if (tid < 32) { /* the rows' clamped ranges and the span they cover (nr <= 16 < 32) */
-            int a = 0, b = 0;
-            if (tid < nr) {
-                a = clampi(row_ptr[row0 + tid]);
-                b = max(a, clampi(row_ptr[row0 + tid + 1]));
-                rs_s[tid] = a;
-                re_s[tid] = b;
-            }
-            int lo = tid < nr ? a : INT_MAX, hi = tid < nr ? b : 0;
-            for (int o = 16; o > 0; o >>= 1) {
-                lo = min(lo, __shfl_xor_sync(0xffffffffu, lo, o));
-                hi = max(hi, __shfl_xor_sync(0xffffffffu, hi, o));
-            }
-            if (tid == 0) {
-                span_s[0] = lo;
-                span_s[1] = hi;
-            }
-        }
-        int count = 0, c0 = 0;
-        __syncthreads();
-        const int k0 = span_s[0], k1 = span_s[1];
-        while (c0 < nb) {
-            const int W = min(SMALL_UNION_CH, nb - c0); /* the window's columns */
-            for (int i = tid; i < W; i += SMALL_UNION_THREADS) mask[i] = 0u;
-            if (tid == 0) next_s = INT_MAX;
-            __syncthreads();
-            int nxt = INT_MAX;
-            for (int k = k0 + tid; k < k1; k += SMALL_UNION_THREADS) {
-                const int c = __ldg(col_idx + k);
-                if (c < c0 || c >= nb) continue;
-                uint32_t bits = 0u;
-                for (int r = 0; r < nr; ++r) bits |= (k >= rs_s[r] && k < re_s[r]) ? 1u << r : 0u;
-                if (!bits) continue;
-                if (c - c0 < W) atomicOr(&mask[c - c0], bits);
-                else nxt = min(nxt, c);
-            }
-            if (nxt != INT_MAX) atomicMin(&next_s, nxt);
-            __syncthreads();
-            /* compaction: thread tid owns columns tid*PER .. +PER-1 of the window */
-            int n = 0;
-#pragma unroll
-            for (int q = 0; q < PER; ++q) n += tid * PER + q < W && mask[tid * PER + q] != 0u;
-            /* not block_excl_scan: 8 warps, each thread adds their totals itself (one barrier, not three) */
-            const int x = warp_incl_scan(n);
-            if (lane == 31) warp_tot[w] = x;
-            __syncthreads();
-            int before = 0, total = 0;
-#pragma unroll
-            for (int i = 0; i < SMALL_UNION_THREADS / 32; ++i) {
-                const int v = warp_tot[i];
-                before += i < w ? v : 0;
-                total += v;
-            }
-            int pos = count + before + x - n;
-#pragma unroll
-            for (int q = 0; q < PER; ++q) {
-                const uint32_t m = tid * PER + q < W ? mask[tid * PER + q] : 0u;
-                if (m) {
-                    if (pos < cap) ent[gs + pos] = make_int2(c0 + tid * PER + q, (int)m);
-                    ++pos;
-                }
-            }
-            count += total;
-            const int nx = next_s;
-            __syncthreads(); /* mask, warp_tot and next_s are rewritten by the next window */
-            c0 = nx;         /* INT_MAX (>= nb) when no column lies past the window */
-        }
-        if (tid == 0) ginfo[g] = make_int2(gs, min(count, cap));
-        __syncthreads(); /* rs_s / re_s are rewritten by the next group */
+        const int2 gi = group_union<SMALL_UNION_THREADS>(row_ptr, col_idx, mb, nb, nnzb, R, g, ent, INT_MAX, true, us);
+        if (threadIdx.x == 0) ginfo[g] = gi;
+        __syncthreads(); /* rs / re are rewritten by the next group */
     }
 }
 
@@ -573,6 +600,33 @@ __global__ void __launch_bounds__(384, 1)
     }
     __syncthreads();
     grid_dep_wait(); /* the prep kernels' lists, order and counter are visible from here on */
+    /* Direct mode (session 27): no prep kernels — their two launches were most of their cost (7.4 us of a 24-us
+       2048^3 b32 call, session 16). CTA t runs item t (group t % G, N tile t / G) and first builds that group's union
+       list itself, all 384 threads, with the union kernel's code, in the ring's shared memory (no load has been
+       issued yet), into its own region of the workspace (p.ent + t * nb: the union of distinct columns is at most nb
+       long). Each of the group's N tiles builds the same list: a few hundred col_idx loads, in flight together. */
+    int4 dd = make_int4(0, 0, 0, 0);
+    int drk = 0, dre = 0;                                    /* lane r < R: row r's block range (rows_of)     */
+    int2 dc0 = make_int2(-1, 0), dc1 = make_int2(-1, 0);     /* the list's first two 32-entry windows (chunk) */
+    if (p.direct) {
+        static_assert(sizeof(UnionSmem) <= (size_t)CF::STG_OFF, "the union scratch fits in the ring");
+        UnionSmem &us = *(UnionSmem *)smem;
+        const unsigned t = blockIdx.x;
+        const int g = (int)(t % (unsigned)p.G);
+        const int2 gi = group_union<CF::THREADS>(p.row_ptr, p.col_idx, p.mb, p.nb, p.nnzb, R, g,
+                                                 p.ent + (size_t)t * (unsigned)p.nb, p.nb, false, us);
+        dd = make_int4(g, (int)(t / (unsigned)p.G), (int)(t * (unsigned)p.nb), gi.y);
+        /* what the producer warps would load first, from the scratch (two round trips to L2 fewer) */
+        const int lane_ = threadIdx.x & 31;
+        if (lane_ < R && g * R + lane_ < p.mb) {
+            drk = us.rs[lane_];
+            dre = us.re[lane_];
+        }
+        if (lane_ < gi.y) dc0 = us.first[lane_];
+        if (32 + lane_ < gi.y) dc1 = us.first[32 + lane_];
+        fence_proxy_async_smem(); /* the scratch's generic accesses before the TMA loads into the same bytes */
+        __syncthreads();          /* and the list's global writes before the producer warps read the rest */
+    }
 
     if (wg == 0) {
         /* ------------------------------------------------------------ producer */
@@ -623,7 +677,8 @@ __global__ void __launch_bounds__(384, 1)
         };
         /* lane l holds entry base + l of the item's list, or {-1, 0} past its end */
         auto chunk = [&](int es, int ul, int base) -> int2 {
-            return base + lane < ul ? __ldg(p.ent + es + base + lane) : make_int2(-1, 0);
+            /* a plain load, not ld.global.nc: in direct mode this kernel wrote the list */
+            return base + lane < ul ? p.ent[es + base + lane] : make_int2(-1, 0);
         };
         /* lane r < R: bit l set if entry l of the window has row r (none for entries past the list or with a
            column outside [0, nb)); row r's block of entry l is then its cursor at the window start + the bits
@@ -644,10 +699,18 @@ __global__ void __launch_bounds__(384, 1)
         int rk = 0, re = 0;
         int2 c0 = make_int2(-1, 0), c1 = make_int2(-1, 0);
         if (t < total) {
-            d = desc_of(t);
-            rows_of(d.x, rk, re);
-            c0 = chunk(d.z, d.w, 0);
-            c1 = chunk(d.z, d.w, 32);
+            if (p.direct) {
+                d = dd;
+                rk = drk;
+                re = dre;
+                c0 = dc0;
+                c1 = dc1;
+            } else {
+                d = desc_of(t);
+                rows_of(d.x, rk, re);
+                c0 = chunk(d.z, d.w, 0);
+                c1 = chunk(d.z, d.w, 32);
+            }
         }
         for (;;) {
             if (t >= total) {

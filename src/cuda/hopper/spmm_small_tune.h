@@ -32,7 +32,8 @@ struct bsk_hopper_small_tune_s {
                       TMA loads of an out-of-bounds block (zero fill) */
     int epi_direct; /* 1: the fp32-staged epilogue with 16-byte stores even where the TMA-store epilogue applies
                        (16-bit C of the input's dtype, beta = 0; session 16) */
-    int out_prep;   /* written by the launcher: 1 the prep kernels ran, 0 the pattern cache held the lists */
+    int out_prep;   /* written by the launcher: 1 the prep kernels ran, 0 the pattern cache held the lists, 2 direct
+                       mode (no prep kernels; each CTA built its item's list) */
     int out_ts;     /* written by the launcher: 1 the TMA-store epilogue ran */
     int wide;       /* wide items (session 19): 64-column halves per consumer, 0 the default (by density: BS 32 4 below d
                        0.35, else 1; BS 16 4 below d 0.17, 2 below 0.4, else 1), 1 / 4, and 2 at BS 16; an item is then
@@ -41,6 +42,11 @@ struct bsk_hopper_small_tune_s {
     int b_box3d;    /* 1: wide items with one entry per stage load each entry's 2 NH B boxes one by one (default: one 3-D
                        box where N % 64 == 0) */
     int out_b3d;    /* written by the launcher: 1 the 3-D B boxes ran */
+    int direct;     /* direct mode (session 27: no prep kernels, CTA t runs item t and builds its union list itself):
+                       0 the default (on wherever it applies: the items fit the grid, no cached lists, four producer
+                       warps), -1 off, 1 on (as the default) */
+    void *out_queue; /* written by the launcher: the direct-mode queue a direct call used (its two words are zero
+                        between launches), else NULL */
 };
 extern struct bsk_hopper_small_tune_s bsk__hopper_small_tune;
 #ifdef __cplusplus
