@@ -660,8 +660,8 @@ BSK_TEST(gpu_hopper_small_direct)
         small_expect_prep(t, 1, "3 CTAs");
         CHECK(bsk__hopper_small_tune.out_queue == NULL);
         bsk__hopper_small_tune.max_ctas = 0;
-        bsk__hopper_small_tune.variant = 3;
-        run_case(t, ctx, &S, 264, 0, 0, BSK_F32, 1.0f, 0.5f, want);
+        bsk__hopper_small_tune.variant = 3; /* fp16 input only (bf16 runs the default) */
+        run_case(t, ctx, &A, 264, 0, 0, BSK_F32, 1.0f, 0.5f, want);
         small_expect_prep(t, 1, "one producer warp");
         bsk__hopper_small_tune = saved;
         /* the pattern cache on: the prep fills it, then the cached lists; inside a capture (nothing cached there)

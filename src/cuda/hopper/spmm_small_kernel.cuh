@@ -241,11 +241,10 @@ struct SmallCfg {
    span; a malformed one may give overlapping or empty ranges): all its col_idx loads are in flight at once — row by
    row they were R dependent round trips to memory (~8 us of a 2048^3 call, session 16). The next window starts at
    the smallest column past the current one, so empty stretches of a wide matrix cost nothing. Columns outside
-   [0, nb) are left out. Returns {gs, length} to every thread; us.rs / us.re (the rows' clamped ranges) and us.first
-   (the list's first 64 entries) stay readable until the caller reuses `us`, after a barrier. R <= 16. */
+   [0, nb) are left out. Returns {gs, length} to every thread; `us` is left for the caller to reuse once the threads
+   have passed a barrier after the call. R <= 16. */
 struct UnionSmem {
     uint32_t mask[SMALL_UNION_CH];
-    int2 first[64]; /* the list's first 64 entries (valid below its length), for direct mode's producer warps */
     int rs[16], re[16], span[2];
     int warp_tot[32];
     int next;
@@ -321,11 +320,7 @@ __device__ __forceinline__ int2 group_union(const int32_t *__restrict__ row_ptr,
         for (int q = 0; q < PER; ++q) {
             const uint32_t m = tid * PER + q < W ? us.mask[tid * PER + q] : 0u;
             if (m) {
-                if (pos < cap) {
-                    const int2 e = make_int2(c0 + tid * PER + q, (int)m);
-                    out[pos] = e;
-                    if (pos < 64) us.first[pos] = e;
-                }
+                if (pos < cap) out[pos] = make_int2(c0 + tid * PER + q, (int)m);
                 ++pos;
             }
         }
@@ -605,9 +600,9 @@ __global__ void __launch_bounds__(384, 1)
        list itself, all 384 threads, with the union kernel's code, in the ring's shared memory (no load has been
        issued yet), into its own region of the workspace (p.ent + t * nb: the union of distinct columns is at most nb
        long). Each of the group's N tiles builds the same list: a few hundred col_idx loads, in flight together. */
+    /* (Handing the producer warps the rows' ranges and the list's first 64 entries from the scratch instead of their
+       loads was level: 2048^3 b32 d 0.1 / 0.25 / 0.5 within 1 %, session 27.) */
     int4 dd = make_int4(0, 0, 0, 0);
-    int drk = 0, dre = 0;                                    /* lane r < R: row r's block range (rows_of)     */
-    int2 dc0 = make_int2(-1, 0), dc1 = make_int2(-1, 0);     /* the list's first two 32-entry windows (chunk) */
     if (p.direct) {
         static_assert(sizeof(UnionSmem) <= (size_t)CF::STG_OFF, "the union scratch fits in the ring");
         UnionSmem &us = *(UnionSmem *)smem;
@@ -616,16 +611,8 @@ __global__ void __launch_bounds__(384, 1)
         const int2 gi = group_union<CF::THREADS>(p.row_ptr, p.col_idx, p.mb, p.nb, p.nnzb, R, g,
                                                  p.ent + (size_t)t * (unsigned)p.nb, p.nb, false, us);
         dd = make_int4(g, (int)(t / (unsigned)p.G), (int)(t * (unsigned)p.nb), gi.y);
-        /* what the producer warps would load first, from the scratch (two round trips to L2 fewer) */
-        const int lane_ = threadIdx.x & 31;
-        if (lane_ < R && g * R + lane_ < p.mb) {
-            drk = us.rs[lane_];
-            dre = us.re[lane_];
-        }
-        if (lane_ < gi.y) dc0 = us.first[lane_];
-        if (32 + lane_ < gi.y) dc1 = us.first[32 + lane_];
-        fence_proxy_async_smem(); /* the scratch's generic accesses before the TMA loads into the same bytes */
-        __syncthreads();          /* and the list's global writes before the producer warps read the rest */
+        fence_proxy_async_smem(); /* the scratch's generic writes before the TMA loads into the same bytes */
+        __syncthreads();          /* and the list's global writes before the producer warps read it */
     }
 
     if (wg == 0) {
@@ -699,18 +686,10 @@ __global__ void __launch_bounds__(384, 1)
         int rk = 0, re = 0;
         int2 c0 = make_int2(-1, 0), c1 = make_int2(-1, 0);
         if (t < total) {
-            if (p.direct) {
-                d = dd;
-                rk = drk;
-                re = dre;
-                c0 = dc0;
-                c1 = dc1;
-            } else {
-                d = desc_of(t);
-                rows_of(d.x, rk, re);
-                c0 = chunk(d.z, d.w, 0);
-                c1 = chunk(d.z, d.w, 32);
-            }
+            d = p.direct ? dd : desc_of(t);
+            rows_of(d.x, rk, re);
+            c0 = chunk(d.z, d.w, 0);
+            c1 = chunk(d.z, d.w, 32);
         }
         for (;;) {
             if (t >= total) {
