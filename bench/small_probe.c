@@ -31,18 +31,22 @@ static double time_it(probe_fn f, void *arg) { return probe_time(f, arg, ITERS, 
 
 /* SP_* indices of spmm_small_kernel.cuh */
 enum { P_TOTAL, P_EMPTY, P_STAGES, P_ENTRIES, P_BLOCKS, C_TOTAL, C_WAIT, C_MMA, C_EPI, C_STAGES, C_WAITED, LAT_WAITED,
-       LAT_ALL, C_ITEMS };
+       LAT_ALL, C_ITEMS, PRO, FIRST };
 static void print_prof(probe_spmm_arg *sa, char *out, size_t cap)
 {
     double t[16];
+    CK(cudaMemset(flush_buf, 1, FLUSH)); /* the counted call after an L2 flush too (session 27) */
     probe_counter_sums(probe_run_spmm, sa, &bsk__hopper_small_tune.prof, t);
+    const int ctas = bsk__hopper_small_tune.out_grid > 0 ? bsk__hopper_small_tune.out_grid : 1;
     const double st = t[P_STAGES] > 0 ? t[P_STAGES] : 1, cs = t[C_STAGES] > 0 ? t[C_STAGES] : 1;
     snprintf(out, cap,
              "prof: entries/stage %.2f blocks/entry %.2f | cyc/stage: producer %.0f (empty-wait %.0f) consumer0 %.0f "
-             "(full-wait %.0f, mma %.0f) | epi/item %.0f | issue->seen latency %.0f (when waited: %.0f, %.0f%% of stages)",
+             "(full-wait %.0f, mma %.0f) | epi/item %.0f | issue->seen latency %.0f (when waited: %.0f, %.0f%% of stages) | "
+             "per CTA: entry->producer %.0f, entry->first stage %.0f, producer %.0f, consumer0 %.0f cyc",
              t[P_ENTRIES] / st, t[P_ENTRIES] > 0 ? t[P_BLOCKS] / t[P_ENTRIES] : 0, t[P_TOTAL] / st, t[P_EMPTY] / st,
              t[C_TOTAL] / cs, t[C_WAIT] / cs, t[C_MMA] / cs, t[C_ITEMS] > 0 ? t[C_EPI] / t[C_ITEMS] : 0, t[LAT_ALL] / cs,
-             t[C_WAITED] > 0 ? t[LAT_WAITED] / t[C_WAITED] : 0, 100 * t[C_WAITED] / cs);
+             t[C_WAITED] > 0 ? t[LAT_WAITED] / t[C_WAITED] : 0, 100 * t[C_WAITED] / cs, t[PRO] / ctas, t[FIRST] / ctas,
+             t[P_TOTAL] / ctas, t[C_TOTAL] / ctas);
 }
 
 typedef struct {
@@ -82,6 +86,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--wide")) wide = 1;
         else if (!strcmp(argv[i], "--box3d")) box3d = 1;
         else if (!strcmp(argv[i], "--direct")) direct = 1;
+        else if (!strcmp(argv[i], "--directprof")) direct = 2; /* with --prof, in a -DBSK_SMALL_PROF build */
         else if (!strcmp(argv[i], "--iters") && i + 1 < argc) ITERS = atoi(argv[++i]);
     }
     if (ITERS < 1 || ITERS > 256) ITERS = 20;
@@ -241,7 +246,13 @@ int main(int argc, char **argv)
         for (int di = 0; di < 4; di++)
             for (int k = 0; k < 4; k++) ADD(.b = 32, .d = da[di], .nh = 4, .b2 = bb[k], .size = 8192);
     }
-    if (direct) { /* session 27: direct mode (no prep kernels; each CTA builds its item's list) vs the prep (dm -1), A B
+    if (direct == 2) { /* session 27: where the direct mode's time goes against the cached lists (its 2 us more at
+                          2048^3 b32): the cycle counters, prep / direct / cached, b32 d .1 .25, b16 d .1 */
+        const int dd[3] = {-1, 0, 0}, pcs[3] = {0, 0, 1};
+        for (int di = 0; di < 3; di++)
+            for (int k = 0; k < 3; k++) ADD(.b = di == 2 ? 16 : 32, .d = ds[di == 1], .dm = dd[k], .pc = pcs[k], .size = 2048);
+    }
+    if (direct == 1) { /* session 27: direct mode (no prep kernels; each CTA builds its item's list) vs the prep (dm -1), A B
                      B A, and the pattern cache's lists (pc 1) once, at 2048^3 (one item per CTA): b32 / b16 uniform d .1
                      .25 .5, b32 skewed d .1 .25; then b32 wide items (NH 4) with direct mode, uniform and skewed, against
                      the default NH 1 (both direct). Predicted: direct up to the cached speed (+13-21 % b32, session
@@ -266,7 +277,7 @@ int main(int argc, char **argv)
             for (int k = 0; k < 10; k++) ADD(.b = 32, .d = ds[di], .v = order[k], .size = 2048);
     }
 #undef ADD
-    char table[300][400];
+    char table[300][700];
     int nt = 0;
     bsk_bsr hA, A;
     int have = 0, hb = 0, hsk = 0;
@@ -333,7 +344,7 @@ int main(int argc, char **argv)
                  tf / dense[S_ == 2048], err, kern);
         printf("%s\n", table[nt]);
         if (prof) {
-            char pl[300];
+            char pl[400];
             print_prof(&sa, pl, sizeof pl);
             printf("      %s\n", pl);
             strncat(table[nt], "\n      ", sizeof table[0] - strlen(table[nt]) - 1);

@@ -123,7 +123,10 @@ struct SmallParams {
 /* -DBSK_SMALL_PROF: cycle counters, SMALL_PROF_N per CTA (summed by the probe). */
 enum {
     SP_P_TOTAL, SP_P_EMPTY, SP_P_STAGES, SP_P_ENTRIES, SP_P_BLOCKS, SP_C_TOTAL, SP_C_WAIT, SP_C_MMA, SP_C_EPI,
-    SP_C_STAGES, SP_C_WAITED, SP_LAT_WAITED, SP_LAT_ALL, SP_C_ITEMS, SMALL_PROF_N = 16
+    SP_C_STAGES, SP_C_WAITED, SP_LAT_WAITED, SP_LAT_ALL, SP_C_ITEMS,
+    SP_PRO,   /* kernel entry -> the producer's start (the direct mode's list build; session 27) */
+    SP_FIRST, /* kernel entry -> consumer 0's first stage ready */
+    SMALL_PROF_N = 16
 };
 
 enum { SM_LAST = 1, SM_END = 2 };
@@ -582,6 +585,7 @@ __global__ void __launch_bounds__(384, 1)
     const uint32_t full0 = sbase + CF::BAR_OFF, empty0 = full0 + 8 * CF::STAGES;
     int4 *meta = (int4 *)(smem + CF::META_OFF); /* two int4 per stage (SmallCfg::SMEM) */
     const int wg = threadIdx.x >> 7, warp = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31;
+    SPROF(const long long k_t0 = clock64();)
 
     if (threadIdx.x == 0) {
         for (int s = 0; s < CF::STAGES; ++s) {
@@ -922,7 +926,7 @@ __global__ void __launch_bounds__(384, 1)
         }
         SPROF(if (lane == 0 && warp == 0 && p.prof) {
             long long *q = p.prof + (size_t)blockIdx.x * SMALL_PROF_N;
-            q[SP_P_TOTAL] = clock64() - pr_t0; q[SP_P_EMPTY] = pr_empty; q[SP_P_STAGES] = pr_stages;
+            q[SP_P_TOTAL] = clock64() - pr_t0; q[SP_P_EMPTY] = pr_empty; q[SP_P_STAGES] = pr_stages; q[SP_PRO] = pr_t0 - k_t0;
             q[SP_P_ENTRIES] = pr_entries; q[SP_P_BLOCKS] = pr_blocks;
         })
     } else {
@@ -944,11 +948,11 @@ __global__ void __launch_bounds__(384, 1)
         const int lrow = (lane & 7) + 8 * ((lane >> 4) & 1);
         const uint32_t lchunk = (uint32_t)((2 * warp + ((lane >> 3) & 1)) ^ (lane & 7));
         const uint32_t lofs = (uint32_t)lrow * 128u + (lchunk << 4) + (uint32_t)c * CF::SUB_BYTES;
-        SPROF(long long cw = 0, cm = 0, ce = 0, cst = 0, cwd = 0, lw = 0, lall = 0, cit = 0; const long long ct0 = clock64();)
+        SPROF(long long cw = 0, cm = 0, ce = 0, cst = 0, cwd = 0, lw = 0, lall = 0, cit = 0, cfirst = 0; const long long ct0 = clock64();)
         auto wait_full = [&]() {
             SPROF(const long long w0 = clock64();)
             mbar_wait(full0 + 8 * s, ph);
-            SPROF(const long long w1 = clock64(); cw += w1 - w0; ++cst;
+            SPROF(const long long w1 = clock64(); cw += w1 - w0; ++cst; if (!cfirst) cfirst = w1 - k_t0;
                   const long long lat = (long long)(unsigned)((unsigned)clock() - (unsigned)meta[2 * s + 1].z); lall += lat;
                   if (w1 - w0 > 100) { ++cwd; lw += lat; })
         };
@@ -1172,7 +1176,7 @@ __global__ void __launch_bounds__(384, 1)
         SPROF(if (c == 0 && warp == 0 && lane == 0 && p.prof) {
             long long *q = p.prof + (size_t)blockIdx.x * SMALL_PROF_N;
             q[SP_C_TOTAL] = clock64() - ct0; q[SP_C_WAIT] = cw; q[SP_C_MMA] = cm; q[SP_C_EPI] = ce; q[SP_C_STAGES] = cst;
-            q[SP_C_WAITED] = cwd; q[SP_LAT_WAITED] = lw; q[SP_LAT_ALL] = lall; q[SP_C_ITEMS] = cit;
+            q[SP_C_WAITED] = cwd; q[SP_LAT_WAITED] = lw; q[SP_LAT_ALL] = lall; q[SP_C_ITEMS] = cit; q[SP_FIRST] = cfirst;
         })
     }
 }
