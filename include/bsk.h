@@ -179,11 +179,13 @@ BSK_API bsk_status bsk_synchronize(bsk_context *ctx);
 /* Pattern cache. The CUDA backend derives data from a BSR pattern (the transpose index Aᵀ·B walks; the row-group
    column lists of the b = 16 / 32 Hopper SpMM; the sorted work list of the b = 64 / 128 Hopper SpMM, per op and
    number of 256-column tiles; a few small kernels, no host synchronisation). By default it rebuilds that data on
-   every call, so a pattern may be rewritten or reallocated at will (a b = 64 / 128 product small enough to give every
-   work item an SM of its own, with no row long enough to split, needs no work list and runs as one kernel anyway).
+   every call, so a pattern may be rewritten or reallocated at will (a Hopper SpMM product small enough to give every
+   work item an SM of its own — with, at b = 64 / 128, no row long enough to split — needs no work list and runs as
+   one kernel anyway, each work item building its own lists; at b = 16 / 32 that is ~10 % slower than cached lists).
    bsk_set_pattern_cache(ctx, 1) keeps it per context instead, keyed by the pattern's row_ptr/col_idx addresses
    and sizes: faster for repeated calls on one pattern (a repeated Hopper SpMM is then one kernel: on an H200 at
-   2048^3, b = 32 +13 to +21 %, b = 64 / 128 +6 to +14 %; at 8192^3 b = 128 d 0.1 +1.6 %). A cached b = 64 list also
+   2048^3, b = 32 +13 to +21 % before those one-kernel calls, +10 to +13 % after them, b = 64 / 128 +6 to +14 %; at
+   8192^3 b = 128 d 0.1 +1.6 %). A cached b = 64 list also
    pairs block rows that share columns (a one-time analysis, 30-220 us, too slow to redo on every call; b = 64 at
    d 0.5 then runs +4 to +7 % faster on an H100 or H200, and at d 0.25 on an H100; op N and T; uncached lists of long
    products get a cheaper nearby-rows pairing, +1 to +3 %). But then, after
