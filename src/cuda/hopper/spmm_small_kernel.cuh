@@ -17,7 +17,8 @@
    Work item = (row group, N tile of 128 * NH columns). A persistent grid (one CTA per SM) takes items from an atomic
    counter in the order the prep kernels fixed: groups sorted by union length (longest first), cut into bands
    whose A blocks fit an L2 budget; inside a band the N tile is the outer index, so the CTAs running together
-   share B panels and each group's A blocks stay in L2 across N tiles.
+   share B panels and each group's A blocks stay in L2 across N tiles. Direct mode (session 27: the items fit the
+   grid, no cached lists): no prep kernels; CTA t runs item t and builds its group's union list itself first.
 
    CTA = 3 warpgroups:
      - WG0, the producers (setmaxnreg.dec): PW = 4 warps taking turns by stage (stage i of the CTA: warp i % PW;
