@@ -122,7 +122,9 @@ static const int ZERO_TMA_MAX_RG = 4;
    (spmm_small_kernel.cuh), into its own nb entries of the workspace — at most SMALL_DIRECT_MAX_ENT entries in all. The
    queue is the context's (zero between launches: the kernel's last CTA resets it). Session 26 did the same for the
    b64 / b128 kernel (+13-20 % at 2048^3 b64); here the prep was 7.4 us of a 24-us 2048^3 b32 call (session 16) and
-   the cached lists +13-21 % there. */
+   the cached lists +13-21 % there. Measured (H200, 2048^3, same run): b32 +7-11 %, b16 +7-9 %, skewed b32 +8-10 %;
+   ~10 % short of the cached lists, the list build's two dependent DRAM round trips (docs/hopper-spmm-notes.md,
+   session 27). */
 static const int SMALL_DIRECT_DEFAULT = 1;
 static const int64_t SMALL_DIRECT_MAX_ENT = (int64_t)1 << 20;
 
