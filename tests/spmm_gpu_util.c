@@ -237,4 +237,27 @@ void spmm_gpu_cached_case(bsk_test_ctx *t, bsk_context *ctx, bsk_op op, const bs
     bsk_test_dense_free(&B);
     bsk_test_dense_free(&C);
 }
+
+void spmm_gpu_expect_prep(bsk_test_ctx *t, int out_prep, int want, const char *what)
+{
+    if (out_prep != want) {
+        t->failed++;
+        fprintf(stderr, "  %s: out_prep %d, want %d\n", what, out_prep, want);
+    }
+}
+
+void spmm_gpu_expect_queue_zero(bsk_test_ctx *t, bsk_context *ctx, const void *queue, const char *what)
+{
+    unsigned q[8] = {1, 1, 1, 1, 1, 1, 1, 1};
+    CHECK(queue != NULL);
+    if (!queue) return;
+    CHECK_STATUS(bsk_synchronize(ctx), BSK_SUCCESS);
+    CHECK(cudaMemcpy(q, queue, sizeof q, cudaMemcpyDeviceToHost) == cudaSuccess);
+    for (int i = 0; i < 8; i++)
+        if (q[i]) {
+            t->failed++;
+            fprintf(stderr, "  %s: queue word %d = %u, want 0\n", what, i, q[i]);
+        }
+}
+
 #endif

@@ -41,6 +41,12 @@ void spmm_gpu_knob_same(bsk_test_ctx *t, bsk_context *ctx, const bsk_bsr *A, int
 void spmm_gpu_cached_case(bsk_test_ctx *t, bsk_context *ctx, bsk_op op, const bsk_bsr *A, const bsk_bsr *dA, int64_t N,
                           float alpha, float beta, const char *want, const int *prep_flag, int prep,
                           cudaStream_t capture);
+/* A launcher's out_prep after the last call (1 prep kernels, 0 cached lists, 2 direct mode) is `want`; `what` names the
+   case in the failure message. */
+void spmm_gpu_expect_prep(bsk_test_ctx *t, int out_prep, int want, const char *what);
+/* After a direct-mode call: the eight words of its queue slot (the launcher's out_queue; NULL fails) are zero again —
+   the main kernel's last CTA resets them; a word left non-zero would grow call by call. Synchronises the context. */
+void spmm_gpu_expect_queue_zero(bsk_test_ctx *t, bsk_context *ctx, const void *queue, const char *what);
 #endif
 
 #endif

@@ -1006,30 +1006,14 @@ static void cached_case(bsk_test_ctx *t, bsk_context *ctx, bsk_op op, const bsk_
     spmm_gpu_cached_case(t, ctx, op, A, dA, N, alpha, beta, want, &bsk__hopper_tune.out_prep, prep, capture);
 }
 
-/* The launcher's out_prep after the last call: 1 prep kernel, 0 cached list, 2 direct mode */
+/* The b64 / b128 launcher's out_prep and direct-mode queue (spmm_gpu_util.h) */
 static void expect_prep(bsk_test_ctx *t, int want, const char *what)
 {
-    if (bsk__hopper_tune.out_prep != want) {
-        t->failed++;
-        fprintf(stderr, "  %s: out_prep %d, want %d\n", what, bsk__hopper_tune.out_prep, want);
-    }
+    spmm_gpu_expect_prep(t, bsk__hopper_tune.out_prep, want, what);
 }
-
-/* After a direct-mode call: its queue's eight words are zero again (the main kernel's last CTA reset them; a word left
-   non-zero would grow call by call) */
 static void expect_queue_zero(bsk_test_ctx *t, bsk_context *ctx, const char *what)
 {
-    unsigned q[8] = {1, 1, 1, 1, 1, 1, 1, 1};
-    const unsigned *dq = bsk__hopper_tune.out_queue;
-    CHECK(dq != NULL);
-    if (!dq) return;
-    CHECK_STATUS(bsk_synchronize(ctx), BSK_SUCCESS);
-    CHECK(cudaMemcpy(q, dq, sizeof q, cudaMemcpyDeviceToHost) == cudaSuccess);
-    for (int i = 0; i < 8; i++)
-        if (q[i]) {
-            t->failed++;
-            fprintf(stderr, "  %s: queue word %d = %u, want 0\n", what, i, q[i]);
-        }
+    spmm_gpu_expect_queue_zero(t, ctx, bsk__hopper_tune.out_queue, what);
 }
 
 /* Direct mode (session 26): where every item has a CTA of its own, no row is split and the rows pair without matching,

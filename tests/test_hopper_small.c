@@ -572,10 +572,7 @@ BSK_TEST(gpu_hopper_small_wide)
 
 static void small_expect_prep(bsk_test_ctx *t, int want, const char *what)
 {
-    if (bsk__hopper_small_tune.out_prep != want) {
-        t->failed++;
-        fprintf(stderr, "  %s: out_prep %d, want %d\n", what, bsk__hopper_small_tune.out_prep, want);
-    }
+    spmm_gpu_expect_prep(t, bsk__hopper_small_tune.out_prep, want, what);
 }
 
 /* Direct mode (session 27): where every item has a CTA of its own and no cached list exists, the main kernel runs
@@ -645,13 +642,7 @@ BSK_TEST(gpu_hopper_small_direct)
         for (int rep = 0; rep < 4; rep++) {
             run_case(t, ctx, &S, 264, 0, 0, BSK_F16, 1.0f, 0.5f, want);
             small_expect_prep(t, 2, "calls in a row");
-            unsigned q[2] = {1, 1};
-            CHECK(bsk__hopper_small_tune.out_queue != NULL);
-            CHECK_STATUS(bsk_synchronize(ctx), BSK_SUCCESS);
-            if (bsk__hopper_small_tune.out_queue) {
-                CHECK(cudaMemcpy(q, bsk__hopper_small_tune.out_queue, sizeof q, cudaMemcpyDeviceToHost) == cudaSuccess);
-                CHECK(q[0] == 0 && q[1] == 0);
-            }
+            spmm_gpu_expect_queue_zero(t, ctx, bsk__hopper_small_tune.out_queue, "calls in a row");
         }
         /* where the rule does not hold, the prep runs: more items than CTAs; one producer warp (its first ticket
            comes from the queue) */

@@ -45,8 +45,8 @@ struct bsk_hopper_small_tune_s {
     int direct;     /* direct mode (session 27: no prep kernels, CTA t runs item t and builds its union list itself):
                        0 the default (on wherever it applies: the items fit the grid, no cached lists, four producer
                        warps), -1 off, 1 on (as the default) */
-    void *out_queue; /* written by the launcher: the direct-mode queue a direct call used (its two words are zero
-                        between launches), else NULL */
+    void *out_queue; /* written by the launcher: the direct-mode queue a direct call used (its slot's eight words are
+                        zero between launches), else NULL */
 };
 extern struct bsk_hopper_small_tune_s bsk__hopper_small_tune;
 #ifdef __cplusplus
