@@ -127,9 +127,10 @@ bench: $(BUILD)/bin/bsk
 
 # Device-run probes (bench/*.sh build them through these targets, and CI compiles them): the Hopper SpMM experiment
 # probes (knobs of src/cuda/hopper/tune.h / spmm_small_tune.h, vs cuBLAS) and the L2-partition probe (sm_90a).
+# balance_model: a CPU model of balanced items at 2048^3 (session 28; runs anywhere).
 probes: $(BUILD)/bin/hopper_probe $(BUILD)/bin/small_probe $(BUILD)/bin/sddmm_probe $(BUILD)/bin/l2_partition_probe \
-        $(BUILD)/bin/smem_ceiling_probe
-$(BUILD)/bin/hopper_probe $(BUILD)/bin/small_probe $(BUILD)/bin/sddmm_probe: $(BUILD)/bin/%: bench/%.c bench/probe_util.h $(BUILD)/lib/libbsk.a
+        $(BUILD)/bin/smem_ceiling_probe $(BUILD)/bin/balance_model
+$(BUILD)/bin/hopper_probe $(BUILD)/bin/small_probe $(BUILD)/bin/sddmm_probe $(BUILD)/bin/balance_model: $(BUILD)/bin/%: bench/%.c bench/probe_util.h $(BUILD)/lib/libbsk.a
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -O2 -Wall -Wextra -Iinclude -Isrc -I$(CUDA_HOME)/include $< -o $@ $(BUILD)/lib/libbsk.a \
 	    -L$(CUDA_HOME)/lib64 -lcublas -lcudart_static -ldl -lrt -lpthread -lm -lstdc++

@@ -116,7 +116,9 @@ static inline void probe_run_spmm(void *p)
 
 /* A counter build's figures (-DBSK_*_PROF): a zeroed device buffer of 1024 CTAs x 16 64-bit counters goes into the
    knob `*buf` for one call of f(arg) (then NULL again); sum[i] = counter i summed over the CTAs. */
-static inline void probe_counter_sums(probe_fn f, void *arg, void **buf, double sum[16])
+/* mx (or NULL): each counter's largest value over the CTAs; span (or NULL): the largest h[ia] + h[ib] of one CTA */
+static inline void probe_counter_sums(probe_fn f, void *arg, void **buf, double sum[16], double mx[16], int ia, int ib,
+                                      double *span)
 {
     const int n = 16 * 1024;
     long long *d, *h = (long long *)calloc(n, sizeof *h);
@@ -129,8 +131,16 @@ static inline void probe_counter_sums(probe_fn f, void *arg, void **buf, double 
     *buf = NULL;
     CK(cudaMemcpy(h, d, n * sizeof *d, cudaMemcpyDeviceToHost));
     for (int i = 0; i < 16; i++) sum[i] = 0.0;
-    for (int b = 0; b < 1024; b++)
-        for (int i = 0; i < 16; i++) sum[i] += (double)h[16 * b + i];
+    if (mx)
+        for (int i = 0; i < 16; i++) mx[i] = 0.0;
+    if (span) *span = 0.0;
+    for (int b = 0; b < 1024; b++) {
+        for (int i = 0; i < 16; i++) {
+            sum[i] += (double)h[16 * b + i];
+            if (mx && (double)h[16 * b + i] > mx[i]) mx[i] = (double)h[16 * b + i];
+        }
+        if (span && (double)(h[16 * b + ia] + h[16 * b + ib]) > *span) *span = (double)(h[16 * b + ia] + h[16 * b + ib]);
+    }
     CK(cudaFree(d));
     free(h);
 }

@@ -15,7 +15,8 @@
    epilogue vs the fp32-staged one, b32 / b16 at 8192^3 and 2048^3), --prep (session 16: the whole call vs the two
    prep kernels alone vs the call without PDL), --wide (session 19: wide items, knob wide 1 / 2 / 4, alternated),
    --box3d (session 19: b32 NH 4 with one 3-D B box per entry vs eight 2-D boxes, knob b_box3d, alternated), --direct
-   (session 27: direct mode vs the prep kernels vs the pattern cache at 2048^3, and wide items with direct mode).
+   (session 27: direct mode vs the prep kernels vs the pattern cache at 2048^3, and wide items with direct mode),
+   --balance (session 28, with --prof: the longest CTA against the mean at 2048^3 b32, NH 1 / 4, uniform / skewed).
    Built and run by bench/small_probe.sh on the device machine. Helpers: bench/probe_util.h. */
 #include "probe_util.h"
 
@@ -34,19 +35,20 @@ enum { P_TOTAL, P_EMPTY, P_STAGES, P_ENTRIES, P_BLOCKS, C_TOTAL, C_WAIT, C_MMA, 
        LAT_ALL, C_ITEMS, PRO, FIRST };
 static void print_prof(probe_spmm_arg *sa, char *out, size_t cap)
 {
-    double t[16];
+    double t[16], mx[16], span;
     CK(cudaMemset(flush_buf, 1, FLUSH)); /* the counted call after an L2 flush too (session 27) */
-    probe_counter_sums(probe_run_spmm, sa, &bsk__hopper_small_tune.prof, t);
+    probe_counter_sums(probe_run_spmm, sa, &bsk__hopper_small_tune.prof, t, mx, PRO, C_TOTAL, &span);
     const int ctas = bsk__hopper_small_tune.out_grid > 0 ? bsk__hopper_small_tune.out_grid : 1;
     const double st = t[P_STAGES] > 0 ? t[P_STAGES] : 1, cs = t[C_STAGES] > 0 ? t[C_STAGES] : 1;
     snprintf(out, cap,
              "prof: entries/stage %.2f blocks/entry %.2f | cyc/stage: producer %.0f (empty-wait %.0f) consumer0 %.0f "
              "(full-wait %.0f, mma %.0f) | epi/item %.0f | issue->seen latency %.0f (when waited: %.0f, %.0f%% of stages) | "
-             "per CTA: entry->producer %.0f, entry->first stage %.0f, producer %.0f, consumer0 %.0f cyc",
+             "per CTA: entry->producer %.0f, entry->first stage %.0f, producer %.0f, consumer0 %.0f cyc | "
+             "largest of a CTA (session 28): entries %.0f, stages %.0f, entry->producer + consumer0 %.0f cyc",
              t[P_ENTRIES] / st, t[P_ENTRIES] > 0 ? t[P_BLOCKS] / t[P_ENTRIES] : 0, t[P_TOTAL] / st, t[P_EMPTY] / st,
              t[C_TOTAL] / cs, t[C_WAIT] / cs, t[C_MMA] / cs, t[C_ITEMS] > 0 ? t[C_EPI] / t[C_ITEMS] : 0, t[LAT_ALL] / cs,
              t[C_WAITED] > 0 ? t[LAT_WAITED] / t[C_WAITED] : 0, 100 * t[C_WAITED] / cs, t[PRO] / ctas, t[FIRST] / ctas,
-             t[P_TOTAL] / ctas, t[C_TOTAL] / ctas);
+             t[P_TOTAL] / ctas, t[C_TOTAL] / ctas, mx[P_ENTRIES], mx[C_STAGES], span);
 }
 
 typedef struct {
@@ -68,7 +70,7 @@ typedef struct {
 int main(int argc, char **argv)
 {
     int ab = 0, diag = 0, prof = 0, s2048 = 0, cross = 0, rgs = 0, rgdiag = 0, run2 = 0, alias = 0, compact = 0, zt = 0,
-        ts = 0, prep = 0, wide = 0, box3d = 0, direct = 0;
+        ts = 0, prep = 0, wide = 0, box3d = 0, direct = 0, balance = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--ab")) ab = 1;
         else if (!strcmp(argv[i], "--diag")) diag = 1;
@@ -87,6 +89,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--box3d")) box3d = 1;
         else if (!strcmp(argv[i], "--direct")) direct = 1;
         else if (!strcmp(argv[i], "--directprof")) direct = 2; /* with --prof, in a -DBSK_SMALL_PROF build */
+        else if (!strcmp(argv[i], "--balance")) balance = 1; /* session 28, with --prof in a -DBSK_SMALL_PROF build */
         else if (!strcmp(argv[i], "--iters") && i + 1 < argc) ITERS = atoi(argv[++i]);
     }
     if (ITERS < 1 || ITERS > 256) ITERS = 20;
@@ -272,12 +275,19 @@ int main(int argc, char **argv)
         for (int di = 0; di < 3; di++) ADD(.b = 32, .d = ds[di], .size = 8192);
         ADD(.b = 16, .d = 0.10, .size = 8192);
     }
+    if (balance) { /* session 28: how long the longest CTA runs against the mean, and what an entry costs, at 2048^3 b32
+                      (direct mode, one item per CTA) — NH 1 / 4 x uniform / skewed x d .1 .25: the data for
+                      bench/balance_model.c (a balanced split of long items, not built) */
+        for (int sk = 0; sk < 2; sk++)
+            for (int di = 0; di < 2; di++)
+                for (int k = 0; k < 2; k++) ADD(.b = 32, .d = ds[di], .nh = k ? 4 : 1, .sk = sk, .size = 2048);
+    }
     if (s2048) {
         for (int di = 0; di < 3; di++)
             for (int k = 0; k < 10; k++) ADD(.b = 32, .d = ds[di], .v = order[k], .size = 2048);
     }
 #undef ADD
-    char table[300][700];
+    char table[300][900];
     int nt = 0;
     bsk_bsr hA, A;
     int have = 0, hb = 0, hsk = 0;
@@ -344,7 +354,7 @@ int main(int argc, char **argv)
                  tf / dense[S_ == 2048], err, kern);
         printf("%s\n", table[nt]);
         if (prof) {
-            char pl[400];
+            char pl[600];
             print_prof(&sa, pl, sizeof pl);
             printf("      %s\n", pl);
             strncat(table[nt], "\n      ", sizeof table[0] - strlen(table[nt]) - 1);
