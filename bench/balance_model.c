@@ -15,7 +15,8 @@
    (9500 / 2000 cycles against ~800 per entry); S and C as one epilogue's worth (a 128 KB fp32 tile each way); the
    others are estimates — the model's output is the ratio of the
    longest CTA's work, current / balanced, i.e. an upper bound on the kernel's gain (the launch, ~2 us, is outside it).
-   Build: make probes (or the one target build/bin/balance_model). Run: build/bin/balance_model [seeds]. */
+   Build: make probes (or the one target build/bin/balance_model). Run: build/bin/balance_model [seeds], or
+   build/bin/balance_model --costs [seeds] (session 28's measured costs against what a win needs). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -98,8 +99,45 @@ static void model(const double *L, int I, const shape *s, double alpha, double *
     *split = cut;
 }
 
+/* --costs: b32 NH 4 skewed d 0.1 / 0.25 at alpha 1.15, the ratio now / balanced against the cost of a piece (S = C, in
+   stages) and the plan's extra prologue (stages) — where session 28's build stood (measured: pieces ~3-5 stages, the
+   prologue 5 more with nothing cut and ~16 more with cuts, at ~1500 cycles per NH 4 stage) and what a win needs */
+static void costs(int seeds)
+{
+    static const double pc[5] = {0.5, 1.0, 2.0, 3.0, 4.0}, pro[4] = {0.0, 2.0, 5.0, 16.0};
+    double *L = malloc(sizeof(double) * 4096);
+    for (int di = 0; di < 2; di++) {
+        printf("b32 NH4 skewed d %.2f, alpha 1.15: rows = piece cost S = C (stages), columns = extra prologue 0 / 2 / 5 / 16 "
+               "stages\n", di ? 0.25 : 0.10);
+        for (int a = 0; a < 5; a++) {
+            printf("  S = C = %.1f:", pc[a]);
+            for (int b = 0; b < 4; b++) {
+                shape s = {"b32 NH4", 32, 2, 512, 1.0, 6.0, 1.25, pc[a], pc[a]};
+                double r = 0;
+                for (int sd = 0; sd < seeds; sd++) {
+                    bsk_bsr A;
+                    if (bsk_bsr_random(2048, 2048, 32, 32, di ? 0.25 : 0.10, BSK_PATTERN_SKEWED, 100 + sd, BSK_F16, &A)) exit(1);
+                    const int I = item_lengths(&A, &s, 2048, L);
+                    double cur, bal;
+                    int cut;
+                    model(L, I, &s, 1.15, &cur, &bal, &cut);
+                    r += cur / (bal + pro[b]) / seeds;
+                    bsk_bsr_free(&A);
+                }
+                printf(" %.2fx", r);
+            }
+            printf("\n");
+        }
+    }
+    free(L);
+}
+
 int main(int argc, char **argv)
 {
+    if (argc > 1 && !strcmp(argv[1], "--costs")) {
+        costs(argc > 2 ? atoi(argv[2]) : 4);
+        return 0;
+    }
     const int seeds = argc > 1 ? atoi(argv[1]) : 4;
     const int64_t S_ = 2048;
     static const shape sh[] = {
