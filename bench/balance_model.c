@@ -16,7 +16,8 @@
    others are estimates — the model's output is the ratio of the
    longest CTA's work, current / balanced, i.e. an upper bound on the kernel's gain (the launch, ~2 us, is outside it).
    Build: make probes (or the one target build/bin/balance_model). Run: build/bin/balance_model [seeds], or
-   build/bin/balance_model --costs [seeds] (session 28's measured costs against what a win needs). */
+   build/bin/balance_model --costs [seeds] (session 28's measured costs against what a win needs), --parts [seeds]
+   (column parts: long items cut along N, no partials). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -132,8 +133,73 @@ static void costs(int seeds)
     free(L);
 }
 
+/* --parts: column parts instead of K pieces (the design session 28 left for the next): a wide item longer than 1.25x
+   the mean is cut along N into Q = 2 or 4 parts, each the whole K loop over its own columns at w(Q) of a full stage's
+   cost (the per-stage fixed work stays; w = 0.6 / 0.4 for Q = 2 / 4, and 0.7 / 0.5 as a pessimistic case), with its own
+   epilogue (E / Q); no partials. Parts and whole items are placed longest first on the least loaded CTA (every CTA builds
+   its own lists, so any placement works), and only where that beats the uncut longest CTA. Prints the longest CTA now /
+   with parts, and with 5 more prologue stages (a plan that costs more to read than direct mode's list build). */
+static void parts(int seeds)
+{
+    static const double ds[3] = {0.10, 0.25, 0.50};
+    static const double w2s[2] = {0.6, 0.7}, w4s[2] = {0.4, 0.5};
+    double *L = malloc(sizeof(double) * 4096), *job = malloc(sizeof(double) * 4096 * 4);
+    shape s = {"b32 NH4", 32, 2, 512, 1.0, 6.0, 1.25, 0, 0};
+    for (int pat = 0; pat < 2; pat++)
+        for (int di = 0; di < 3; di++) {
+            double r[2][2] = {{0, 0}, {0, 0}};
+            for (int sd = 0; sd < seeds; sd++) {
+                bsk_bsr A;
+                if (bsk_bsr_random(2048, 2048, 32, 32, ds[di], pat ? BSK_PATTERN_SKEWED : BSK_PATTERN_UNIFORM, 100 + sd,
+                                   BSK_F16, &A))
+                    exit(1);
+                const int I = item_lengths(&A, &s, 2048, L);
+                double mean = 0, mx = 0;
+                for (int i = 0; i < I; i++) mean += L[i] / I, mx = fmax(mx, L[i]);
+                const double cur = s.F + mx + s.E;
+                for (int wc = 0; wc < 2; wc++) {
+                    int nj = 0;
+                    for (int i = 0; i < I; i++) {
+                        const int Q = L[i] <= 1.25 * mean ? 1 : L[i] <= 2.5 * mean ? 2 : 4;
+                        const double w = Q == 1 ? 1.0 : Q == 2 ? w2s[wc] : w4s[wc];
+                        for (int q = 0; q < Q; q++) job[nj++] = L[i] * w + s.E / Q;
+                    }
+                    /* longest first onto the least loaded CTA */
+                    for (int a = 1; a < nj; a++)
+                        for (int b = a; b > 0 && job[b] > job[b - 1]; b--) {
+                            const double x = job[b];
+                            job[b] = job[b - 1];
+                            job[b - 1] = x;
+                        }
+                    double load[P] = {0};
+                    for (int j = 0; j < nj; j++) {
+                        int m = 0;
+                        for (int p = 1; p < P; p++)
+                            if (load[p] < load[m]) m = p;
+                        load[m] += job[j];
+                    }
+                    double worst = 0;
+                    for (int p = 0; p < P; p++) worst = fmax(worst, load[p]);
+                    /* the plan is taken only where its longest CTA beats the uncut one (every CTA can compute both) */
+                    r[wc][0] += cur / fmin(cur, s.F + worst) / seeds;
+                    r[wc][1] += cur / (5 + fmin(cur, s.F + worst)) / seeds;
+                }
+                bsk_bsr_free(&A);
+            }
+            printf("b32 NH4 %-7s d %.2f: now / column parts %.2fx (w 0.6 / 0.4), %.2fx (w 0.7 / 0.5); with 5 more prologue "
+                   "stages %.2fx, %.2fx\n",
+                   pat ? "skewed" : "uniform", ds[di], r[0][0], r[1][0], r[0][1], r[1][1]);
+        }
+    free(L);
+    free(job);
+}
+
 int main(int argc, char **argv)
 {
+    if (argc > 1 && !strcmp(argv[1], "--parts")) {
+        parts(argc > 2 ? atoi(argv[2]) : 4);
+        return 0;
+    }
     if (argc > 1 && !strcmp(argv[1], "--costs")) {
         costs(argc > 2 ? atoi(argv[2]) : 4);
         return 0;
