@@ -1,20 +1,21 @@
 /* balance_model.c — CPU model (session 28): how much of a few-items Hopper SpMM call (one item per CTA: direct mode,
    2048^3) a balanced split of the items could win back, on the library's own random patterns. No GPU.
 
-   Why: at 2048^3 every kernel runs one item per CTA, so the call lasts as long as its longest item. Even uniform
-   patterns vary (a b32 group's union of 8 rows of 64 columns at d 0.1 is 36.5 +- 4 entries; two rows' union, NH 4,
-   12 +- 3), and skewed ones are decided by their few long rows (session 19: NH 4 +21 % uniform, -28 % skewed).
-   The design this models (not built yet): every CTA reads the whole (small) pattern, computes every item's length
-   L_i and the same plan — a target T = ceil(alpha * W / P) work units per CTA (W = sum L_i, P CTAs); CTA i runs the
-   first min(L_i, T) units of item i, and the items' excess (L_i - T) is cut into pieces that fill the other CTAs'
-   spare room (T - L_j, and whole idle CTAs) in one merged prefix-sum order. A split item's parts each store an fp32
-   partial (cost S units); the last to finish adds the others (C units each) and runs the epilogue.
+   Why: at 2048^3 every kernel runs one item per CTA, so the call lasts as long as its longest item. The library's
+   uniform patterns give every row the same block count, so their items hardly vary (the counters: longest CTA <= 1.06x
+   the mean); skewed ones are decided by their few long rows (b32 NH 4: 2.6 / 1.9x at d 0.1 / 0.25).
+   The default mode models K pieces: every CTA reads the whole (small) pattern, computes every item's length L_i and the
+   same plan — a target T = ceil(alpha * W / P) work units per CTA (W = sum L_i, P CTAs); CTA i runs the first
+   min(L_i, T) units of item i, and the items' excess (L_i - T) is cut into pieces that fill the other CTAs' spare room
+   (T - L_j, and whole idle CTAs) in one merged prefix-sum order; a split item's parts each store an fp32 partial (cost
+   S units), the last to finish adds the others (C units each) and runs the epilogue. Session 28 built it
+   (docs/patches/s28_balance.patch) and measured a loss: S and C below are far too low (measured ~3-5 stages each), and
+   the plan's prologue was not free — `--costs` sweeps both; `--parts` models column parts instead.
 
    Units: one stage of work at the size (b32: one union entry; b128: 64 of K; b64 pair: one union column). F (kernel
    entry to the first stage) and E (epilogue) in the same units, from session 27's cycle counters for b32 NH 1
-   (9500 / 2000 cycles against ~800 per entry); S and C as one epilogue's worth (a 128 KB fp32 tile each way); the
-   others are estimates — the model's output is the ratio of the
-   longest CTA's work, current / balanced, i.e. an upper bound on the kernel's gain (the launch, ~2 us, is outside it).
+   (9500 / 2000 cycles against ~800 per entry); S and C as one epilogue's worth (the first guess); the others are
+   estimates. The output is the ratio of the longest CTA's work, current / balanced (the launch, ~2 us, is outside it).
    Build: make probes (or the one target build/bin/balance_model). Run: build/bin/balance_model [seeds], or
    build/bin/balance_model --costs [seeds] (session 28's measured costs against what a win needs), --parts [seeds]
    (column parts: long items cut along N, no partials). */

@@ -44,11 +44,11 @@ static void print_prof(probe_spmm_arg *sa, char *out, size_t cap)
              "prof: entries/stage %.2f blocks/entry %.2f | cyc/stage: producer %.0f (empty-wait %.0f) consumer0 %.0f "
              "(full-wait %.0f, mma %.0f) | epi/item %.0f | issue->seen latency %.0f (when waited: %.0f, %.0f%% of stages) | "
              "per CTA: entry->producer %.0f, entry->first stage %.0f, producer %.0f, consumer0 %.0f cyc | "
-             "largest of a CTA (session 28): entries %.0f, stages %.0f, entry->producer + consumer0 %.0f cyc",
+             "largest of a CTA (session 28): stages %.0f, entry->producer + consumer0 %.0f cyc",
              t[P_ENTRIES] / st, t[P_ENTRIES] > 0 ? t[P_BLOCKS] / t[P_ENTRIES] : 0, t[P_TOTAL] / st, t[P_EMPTY] / st,
              t[C_TOTAL] / cs, t[C_WAIT] / cs, t[C_MMA] / cs, t[C_ITEMS] > 0 ? t[C_EPI] / t[C_ITEMS] : 0, t[LAT_ALL] / cs,
              t[C_WAITED] > 0 ? t[LAT_WAITED] / t[C_WAITED] : 0, 100 * t[C_WAITED] / cs, t[PRO] / ctas, t[FIRST] / ctas,
-             t[P_TOTAL] / ctas, t[C_TOTAL] / ctas, mx[P_ENTRIES], mx[C_STAGES], span);
+             t[P_TOTAL] / ctas, t[C_TOTAL] / ctas, mx[C_STAGES], span);
 }
 
 typedef struct {
@@ -277,7 +277,7 @@ int main(int argc, char **argv)
     }
     if (balance) { /* session 28: how long the longest CTA runs against the mean, and what an entry costs, at 2048^3 b32
                       (direct mode, one item per CTA) — NH 1 / 4 x uniform / skewed x d .1 .25: the data for
-                      bench/balance_model.c (a balanced split of long items, not built) */
+                      bench/balance_model.c (the balanced mode built on it: docs/patches/s28_balance.patch, a loss) */
         for (int sk = 0; sk < 2; sk++)
             for (int di = 0; di < 2; di++)
                 for (int k = 0; k < 2; k++) ADD(.b = 32, .d = ds[di], .nh = k ? 4 : 1, .sk = sk, .size = 2048);
